@@ -1,0 +1,1 @@
+"""OpenTelemetry instrumentation for token economics of the Model Context Protocol."""

@@ -1,0 +1,1 @@
+_instruments = ("mcp >= 1.24, < 3",)
