@@ -1,1 +1,124 @@
-"""OpenTelemetry instrumentation for token economics of the Model Context Protocol."""
+"""Token economics for the Model Context Protocol, as OpenTelemetry.
+
+Exact token counts for every MCP tool result, tool argument, tool listing, resource and
+prompt, with overhead, risk tier, context-budget utilisation and adversarial-padding
+findings, on the MCP semantic-convention spans and as metrics. Works with the MCP Python
+SDK 1.x (>= 1.24) and 2.x, and FastMCP on top of them, on the client and the server side.
+
+Usage
+-----
+Zero-code, with the ``opentelemetry-instrument`` launcher::
+
+    pip install opentelemetry-instrumentation-mcp-tokens
+    opentelemetry-instrument --traces_exporter otlp --metrics_exporter prometheus \\
+        python my_mcp_server.py
+
+From code::
+
+    from opentelemetry.instrumentation.mcp_tokens import McpTokensInstrumentor, budget_scope
+
+    McpTokensInstrumentor().instrument(context_window=128_000)
+
+    # One conversation across several servers is one budget scope:
+    with budget_scope("conversation-42", context_window=128_000):
+        await session.call_tool("search", {"q": "tokens"})
+
+Configuration
+-------------
+Every setting is an environment variable, and a keyword of ``instrument()`` with the
+lowercase name after the prefix (``OTEL_INSTRUMENTATION_MCP_TOKENS_CONTEXT_WINDOW`` is
+``context_window=``). docs/telemetry.md lists them all with their defaults:
+``ENCODING`` (o200k_base), ``TOKENIZER_FILE``, ``TOKENIZER_PATTERN``, ``MAX_BYTES``,
+``IMAGE_MODEL``, ``RISK_THRESHOLDS``, ``OVERHEAD_PATTERN``, ``PADDING``,
+``CONTEXT_WINDOW``, ``BUDGET_THRESHOLDS``, ``MAX_SCOPES``, ``SCOPE_IDLE_TTL``,
+``QUEUE_SIZE``, ``MAX_LABEL_VALUES``, ``CONTENT_MAX_CHARS``; content capture follows
+``OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT`` (off by default).
+
+The entry point is named ``mcp_tokens`` (not ``mcp``), so
+``OTEL_PYTHON_DISABLED_INSTRUMENTATIONS=mcp`` disables other MCP instrumentations only.
+"""
+
+from __future__ import annotations
+
+import atexit
+import logging
+from collections.abc import Collection
+from typing import Any
+
+from opentelemetry.instrumentation.instrumentor import BaseInstrumentor  # type: ignore[attr-defined]
+from opentelemetry.metrics import get_meter
+from opentelemetry.trace import get_tracer
+
+from .config import Settings
+from .package import _instruments
+from .scope import budget_scope, current_budget_scope
+from .version import __version__
+
+__all__ = ["McpTokensInstrumentor", "__version__", "budget_scope", "current_budget_scope"]
+
+_logger = logging.getLogger(__name__)
+_SCHEMA_URL = "https://opentelemetry.io/schemas/1.37.0"
+
+
+class McpTokensInstrumentor(BaseInstrumentor):  # type: ignore[misc]
+    """Patches the MCP SDK's client and server sessions to emit token telemetry."""
+
+    _patcher: Any = None
+    _pipeline: Any = None
+
+    def instrumentation_dependencies(self) -> Collection[str]:
+        return _instruments
+
+    def _instrument(self, **kwargs: Any) -> None:
+        # Nothing may escape: an exception here would abort opentelemetry-instrument's
+        # start-up for every instrumentor loaded after this one.
+        try:
+            self._start(**kwargs)
+        except Exception:
+            _logger.warning("mcp-tokens could not instrument MCP; continuing without it", exc_info=True)
+            self._stop()
+
+    def _start(self, **kwargs: Any) -> None:
+        from .patches import installed_mcp_version, select_patcher
+        from .pipeline import Pipeline
+
+        version = installed_mcp_version()
+        patcher_class = select_patcher(version)
+        if patcher_class is None:
+            _logger.warning("mcp-tokens does not support mcp %s; MCP will not be instrumented", version)
+            return
+        tracer = get_tracer(
+            __name__, __version__, kwargs.pop("tracer_provider", None), schema_url=_SCHEMA_URL
+        )
+        meter = get_meter(__name__, __version__, kwargs.pop("meter_provider", None), schema_url=_SCHEMA_URL)
+        pipeline = Pipeline(Settings.load(kwargs), meter)
+        pipeline.start()
+        self._pipeline = pipeline
+        self._patcher = patcher_class(pipeline, tracer)
+        self._patcher.patch()
+        atexit.register(self._flush_at_exit)
+
+    def _uninstrument(self, **kwargs: Any) -> None:
+        self._stop()
+
+    def _stop(self) -> None:
+        patcher, pipeline = self._patcher, self._pipeline
+        self._patcher = self._pipeline = None
+        if patcher is not None:
+            try:
+                patcher.unpatch()
+            except Exception:
+                _logger.warning("mcp-tokens could not undo every patch", exc_info=True)
+        if pipeline is not None:
+            pipeline.shutdown()
+        atexit.unregister(self._flush_at_exit)
+
+    def _flush_at_exit(self) -> None:
+        # Registered after the SDK providers, so it runs before their shutdown exports.
+        if self._pipeline is not None:
+            self._pipeline.shutdown(timeout=5.0)
+
+    @property
+    def pipeline(self) -> Any:
+        """The running pipeline (for tests and the report exporter); None when not instrumented."""
+        return self._pipeline

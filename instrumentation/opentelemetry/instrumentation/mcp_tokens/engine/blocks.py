@@ -208,3 +208,30 @@ def _as_str(value: object) -> str:
 
 def _optional_str(value: object) -> str | None:
     return value if isinstance(value, str) else None
+
+
+# How many JSON nodes `payload_chars` visits at most: enough for any realistic
+# content list, and a fixed cost however large the payload is.
+_WEIGHT_NODE_BUDGET = 4096
+
+
+def payload_chars(payload: object) -> int:
+    """Characters held in a payload's strings, from a bounded walk (a lower bound).
+
+    Used to bound the memory of queued payloads without serialising them: the walk visits
+    at most `_WEIGHT_NODE_BUDGET` nodes, so it costs microseconds on any payload; long
+    strings (the bulk of large payloads) are counted in O(1) each.
+    """
+    total = 0
+    stack: list[object] = [payload]
+    visited = 0
+    while stack and visited < _WEIGHT_NODE_BUDGET:
+        node = stack.pop()
+        visited += 1
+        if isinstance(node, str):
+            total += len(node)
+        elif isinstance(node, Mapping):
+            stack.extend(node.values())
+        elif isinstance(node, list | tuple):
+            stack.extend(node[:_WEIGHT_NODE_BUDGET])
+    return total

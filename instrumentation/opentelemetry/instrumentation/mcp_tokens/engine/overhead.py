@@ -1,0 +1,176 @@
+"""Tokens that carry no data: duplicates, JSON formatting waste and marked blocks.
+
+Each block is charged to at most one kind, in this order of precedence:
+
+- marked: the block matches the user's overhead pattern (injected rules, affordance
+  or UI blocks); all its tokens are overhead. The pattern is searched in the first
+  `MARKER_SCAN_CHARS` characters only, so a hostile 20 MB block cannot make a user's
+  regex run long.
+- duplicate: a block identical to an earlier one, or structuredContent whose value is
+  already shown as a text block (the backwards-compatible copy the MCP spec asks for);
+  all its tokens are overhead. Text blocks up to `FULL_FORMAT_CHARS` are compared by
+  parsed value; larger ones by their whitespace-free form. The text copy stays the data, so the model-visible
+  content is counted once.
+- formatting: a JSON text block's tokens minus those of its compact form
+  (`separators=(",", ":")`, `ensure_ascii=False`). Blocks up to `FULL_FORMAT_CHARS`
+  are parsed and re-serialised exactly. Larger blocks are not parsed: the insignificant
+  whitespace of their first `FORMAT_SAMPLE_CHARS` characters is stripped, both forms of
+  that sample are counted, and the block's overhead is its token count times the
+  sample's saving ratio. This keeps the cost of a 1 MB block to two 64 KiB counts
+  instead of a second full count.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from enum import Enum
+
+from .blocks import Block, BlockType, compact_json
+
+MARKER_SCAN_CHARS = 64 << 10
+FULL_FORMAT_CHARS = 64 << 10
+FORMAT_SAMPLE_CHARS = 64 << 10
+
+_TEXT_TYPES = frozenset({BlockType.TEXT, BlockType.RESOURCE})
+# A JSON string literal (kept), or a run of whitespace outside one (dropped).
+_STRING_OR_SPACE = re.compile(r'("(?:[^"\\]|\\.)*")|\s+')
+
+
+class OverheadKind(str, Enum):
+    DUPLICATE = "duplicate"
+    FORMATTING = "formatting"
+    MARKED = "marked"
+
+
+@dataclass(frozen=True, slots=True)
+class BlockOverhead:
+    kind: OverheadKind
+    tokens: int
+
+
+def find_overhead(
+    blocks: Sequence[Block],
+    tokens: Sequence[int],
+    count: Callable[[str], int],
+    *,
+    marker: re.Pattern[str] | None = None,
+) -> list[BlockOverhead | None]:
+    """Overhead of each block (None when the block is all data).
+
+    `tokens[i]` is the token count of `blocks[i]`; `count` counts a string (it is used
+    for compact forms only).
+    """
+    scan = _PayloadScan(blocks, count, marker)
+    return [scan.overhead_of(index, tokens[index]) for index in range(len(blocks))]
+
+
+class _PayloadScan:
+    """One pass over a payload's blocks, remembering what earlier blocks showed."""
+
+    def __init__(
+        self, blocks: Sequence[Block], count: Callable[[str], int], marker: re.Pattern[str] | None
+    ) -> None:
+        self._blocks = blocks
+        self._count = count
+        self._marker = marker
+        self._parsed: dict[int, object] = {}
+        self._seen: set[tuple[BlockType, str]] = set()
+
+    def overhead_of(self, index: int, tokens: int) -> BlockOverhead | None:
+        block = self._blocks[index]
+        if tokens <= 0:
+            return None
+        if self._marker is not None and block.text and self._marker.search(block.text, 0, MARKER_SCAN_CHARS):
+            return BlockOverhead(OverheadKind.MARKED, tokens)
+        identity = (block.type, block.text or block.data)
+        if identity in self._seen:
+            return BlockOverhead(OverheadKind.DUPLICATE, tokens)
+        self._seen.add(identity)
+        if block.type is BlockType.STRUCTURED and self._shown_as_text(block, index):
+            return BlockOverhead(OverheadKind.DUPLICATE, tokens)
+        if block.type in _TEXT_TYPES and _looks_like_json(block.text):
+            waste = self._formatting_tokens(index, block.text, tokens)
+            if waste > 0:
+                return BlockOverhead(OverheadKind.FORMATTING, waste)
+        return None
+
+    def _shown_as_text(self, structured: Block, before: int) -> bool:
+        for index in range(before):
+            block = self._blocks[index]
+            if block.type not in _TEXT_TYPES:
+                continue
+            if block.text == structured.text:
+                return True
+            if len(block.text) > FULL_FORMAT_CHARS:
+                # Too large to parse again: compare its whitespace-free form instead (exact for
+                # pretty-printed copies; misses copies that also escape non-ASCII characters).
+                if (
+                    len(structured.text) <= len(block.text)
+                    and _looks_like_json(block.text)
+                    and strip_json_whitespace(block.text) == structured.text
+                ):
+                    return True
+                continue
+            value = self._parse_small_json(index, block.text)
+            if value is not _NOT_JSON and value == structured.json_value:
+                return True
+        return False
+
+    def _formatting_tokens(self, index: int, text: str, tokens: int) -> int:
+        if len(text) <= FULL_FORMAT_CHARS:
+            value = self._parse_small_json(index, text)
+            if value is _NOT_JSON:
+                return 0
+            compact = compact_json(value)
+            return max(0, tokens - self._count(compact)) if compact != text else 0
+        sample = _sample_prefix(text)
+        compact_sample = strip_json_whitespace(sample)
+        if compact_sample == sample:
+            return 0
+        sample_tokens = self._count(sample)
+        if sample_tokens <= 0:
+            return 0
+        saving = 1.0 - self._count(compact_sample) / sample_tokens
+        return max(0, round(tokens * saving))
+
+    def _parse_small_json(self, index: int, text: str) -> object:
+        if index not in self._parsed:
+            self._parsed[index] = _parse_json(text) if len(text) <= FULL_FORMAT_CHARS else _NOT_JSON
+        return self._parsed[index]
+
+
+def strip_json_whitespace(text: str) -> str:
+    """Drop whitespace outside JSON string literals (tolerates a truncated document)."""
+    return _STRING_OR_SPACE.sub(lambda match: match.group(1) or "", text)
+
+
+def _sample_prefix(text: str) -> str:
+    """The first FORMAT_SAMPLE_CHARS characters, ending at a line break when there is one."""
+    sample = text[:FORMAT_SAMPLE_CHARS]
+    cut = sample.rfind("\n")
+    return sample[: cut + 1] if cut > FORMAT_SAMPLE_CHARS // 2 else sample
+
+
+class _NotJson:
+    pass
+
+
+_NOT_JSON = _NotJson()
+
+
+def _parse_json(text: str) -> object:
+    if not _looks_like_json(text):
+        return _NOT_JSON
+    try:
+        return json.loads(text)
+    except (ValueError, RecursionError):
+        return _NOT_JSON
+
+
+def _looks_like_json(text: str) -> bool:
+    head = text[:64].lstrip()
+    tail = text[-64:].rstrip()
+    return bool(head) and head[0] in "{[" and tail[-1:] in "}]"

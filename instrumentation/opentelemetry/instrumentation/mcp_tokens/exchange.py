@@ -1,0 +1,84 @@
+"""One MCP request/response pair as a patch saw it: the facts handed to the pipeline.
+
+Patches stay thin: they fill an `Exchange` with references to the wire JSON (never
+copies, never counted on the caller's path) and submit it; everything else happens on
+the analysis worker.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from enum import Enum
+
+from opentelemetry.trace import Span
+from opentelemetry.util.types import AttributeValue
+
+from . import semconv
+from .engine.analysis import PayloadKind
+
+
+class Side(str, Enum):
+    CLIENT = semconv.SIDE_CLIENT
+    SERVER = semconv.SIDE_SERVER
+
+
+# Which payloads of an operation a model is shown, and how to read them.
+REQUEST_KINDS: dict[str, PayloadKind] = {
+    "tools/call": PayloadKind.TOOL_ARGUMENTS,
+    "sampling/createMessage": PayloadKind.SAMPLING_REQUEST,
+}
+RESPONSE_KINDS: dict[str, PayloadKind] = {
+    "tools/call": PayloadKind.TOOL_RESULT,
+    "tools/list": PayloadKind.TOOL_LIST,
+    "resources/read": PayloadKind.RESOURCE,
+    "prompts/get": PayloadKind.PROMPT,
+    "sampling/createMessage": PayloadKind.SAMPLING_RESULT,
+}
+# Operations whose tokens enter the agent's context window (sampling runs a separate
+# model call, so it is measured but not charged to the budget).
+BUDGETED_METHODS = frozenset({"tools/call", "tools/list", "resources/read", "prompts/get"})
+
+
+@dataclass(frozen=True, slots=True)
+class BudgetRef:
+    """Which budget scope an exchange is charged to."""
+
+    key: str
+    context_window: int | None = None
+
+
+@dataclass(slots=True)
+class Exchange:
+    side: Side
+    method: str
+    start_ns: int = field(default_factory=time.time_ns)
+    end_ns: int = 0
+    request: object = None
+    response: object = None
+    target: str | None = None
+    server_name: str | None = None
+    budget: BudgetRef | None = None
+    error_type: str | None = None
+    span: Span | None = None
+    # Whether the worker ends `span` (at `end_ns`) once the analysis is on it.
+    end_span: bool = False
+    # Semconv attributes for the duration metric (protocol version, transport, ...).
+    metric_attributes: dict[str, AttributeValue] = field(default_factory=dict)
+
+    def finish(self, response: object = None, error_type: str | None = None) -> None:
+        self.end_ns = time.time_ns()
+        self.response = response
+        self.error_type = error_type
+
+    @property
+    def duration_s(self) -> float:
+        return max(0, (self.end_ns or time.time_ns()) - self.start_ns) / 1e9
+
+    @property
+    def request_kind(self) -> PayloadKind | None:
+        return REQUEST_KINDS.get(self.method)
+
+    @property
+    def response_kind(self) -> PayloadKind | None:
+        return RESPONSE_KINDS.get(self.method) if self.error_type is None or self.response else None

@@ -1,0 +1,66 @@
+"""Bounded metric label values, whatever a peer sends.
+
+Tool and prompt names come from the peer (a client can call any name; a server can list
+any name). A name becomes a label value once the server's own listing contains it, or a
+call for it succeeded, and only while fewer than `max_values` names are known; anything
+else folds into `_OTHER`. Server names (peer-chosen on the client side) are capped the
+same way. Resource URIs never become labels.
+"""
+
+from __future__ import annotations
+
+import threading
+
+from . import semconv
+
+# Longer values are folded too: a 10 KB "tool name" is not a name.
+MAX_VALUE_CHARS = 128
+
+
+class LabelFolder:
+    """A thread-safe, bounded set of admitted label values."""
+
+    def __init__(self, max_values: int = 200) -> None:
+        self._max_values = max_values
+        self._admitted: set[str] = set()
+        self._lock = threading.Lock()
+
+    def admit(self, value: str) -> None:
+        """Mark `value` as legitimate (seen in a listing or in a successful call)."""
+        if not value or len(value) > MAX_VALUE_CHARS or value in self._admitted:
+            return
+        with self._lock:
+            if len(self._admitted) < self._max_values:
+                self._admitted.add(value)
+
+    def fold(self, value: str | None) -> str:
+        """The label value for `value`: itself if admitted, else `_OTHER` ("" for none)."""
+        if not value:
+            return ""
+        return value if value in self._admitted else semconv.OTHER_VALUE
+
+    def __len__(self) -> int:
+        return len(self._admitted)
+
+
+class ServerLabels:
+    """Label folders for one process: server names, and tool/prompt names per server."""
+
+    def __init__(self, max_values: int = 200, max_servers: int = 50) -> None:
+        self._max_values = max_values
+        self.servers = LabelFolder(max_servers)
+        self._targets: dict[str, LabelFolder] = {}
+        self._lock = threading.Lock()
+
+    def targets(self, server: str) -> LabelFolder:
+        """The tool/prompt folder of a (folded) server name."""
+        folder = self._targets.get(server)
+        if folder is None:
+            with self._lock:
+                folder = self._targets.setdefault(server, LabelFolder(self._max_values))
+        return folder
+
+    def server(self, name: str | None) -> str:
+        if name:
+            self.servers.admit(name)
+        return self.servers.fold(name) or "unknown"

@@ -1,0 +1,185 @@
+"""Wires the engine to telemetry: exchanges in, analysed spans and metrics out.
+
+Patches call `Pipeline.submit(exchange)` when a response completes (or fails). The
+worker thread then analyses the wire payloads with the exact tokenizer (waiting for it
+to load if it must: counts are deferred, never estimated because of start-up), charges
+the budget scope, records the metrics, annotates the span and ends it at the time the
+response completed.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+
+from opentelemetry.metrics import Meter
+from opentelemetry.trace import Span
+from opentelemetry.util.types import AttributeValue
+
+from . import semconv
+from .config import Settings
+from .engine.analysis import Analysis, Analyzer, AnalyzerOptions, PayloadKind
+from .engine.ledger import BudgetLedger, BudgetSnapshot
+from .engine.tokenizer import TokenCounter, TokenizerLoader, TokenizerSpec
+from .exchange import BUDGETED_METHODS, Exchange
+from .labels import ServerLabels
+from .telemetry import Instruments, Outcome, Recorder
+from .worker import AnalysisWorker
+
+_logger = logging.getLogger(__name__)
+
+SKIP_OVERLOAD = "overload"
+SKIP_OVER_MAX_BYTES = "over_max_bytes"
+SKIP_NO_TOKENIZER = "no_exact_tokenizer"
+SKIP_ERROR = "analysis_error"
+SKIP_SHUTDOWN = "shutdown"
+
+
+class Pipeline:
+    def __init__(self, settings: Settings, meter: Meter) -> None:
+        self.settings = settings
+        self.loader = TokenizerLoader(
+            TokenizerSpec(settings.encoding, settings.tokenizer_file, settings.tokenizer_pattern)
+        )
+        self.ledger = BudgetLedger(
+            context_window=settings.context_window,
+            thresholds=settings.budget_thresholds,
+            max_scopes=settings.max_scopes,
+            idle_ttl=settings.scope_idle_ttl,
+        )
+        self.labels = ServerLabels(settings.max_label_values)
+        self.recorder = Recorder(
+            Instruments(meter),
+            capture_content=settings.capture_content,
+            content_max_chars=settings.content_max_chars,
+        )
+        self.worker = AnalysisWorker(self._process, self._skip_overloaded, max_pending=settings.queue_size)
+        self._analyzer: Analyzer | None = None
+
+    def start(self) -> None:
+        self.loader.start()
+        self.worker.start()
+
+    def shutdown(self, timeout: float = 5.0) -> None:
+        self.worker.stop(timeout)
+
+    def submit(self, exchange: Exchange) -> None:
+        """Hand a finished exchange to the worker; never blocks, never raises."""
+        self.worker.submit(exchange)
+
+    # --- on the worker thread --------------------------------------------------------------
+    def analyzer(self) -> Analyzer:
+        if self._analyzer is None:
+            tokenizer = self.loader.tokenizer()
+            counter = TokenCounter(tokenizer, max_bytes=self.settings.max_bytes)
+            options = AnalyzerOptions(
+                risk_thresholds=self.settings.risk_thresholds,
+                image_model=self.settings.image_model,
+                overhead_pattern=self.settings.overhead_pattern,
+                detect_padding=self.settings.padding,
+            )
+            self._analyzer = Analyzer(counter, options)
+        return self._analyzer
+
+    def _process(self, exchange: Exchange) -> None:
+        try:
+            outcome = self._analyse(exchange)
+            self.recorder.record_outcome(outcome)
+            self.recorder.record_duration(exchange, self._duration_attributes(exchange, outcome.target))
+            if exchange.span is not None:
+                self.recorder.annotate_span(exchange.span, outcome)
+        except Exception:
+            _logger.debug("mcp-tokens could not analyse %s", exchange.method, exc_info=True)
+            self.recorder.record_skip(exchange, SKIP_ERROR)
+        finally:
+            _end_span(exchange)
+
+    def _analyse(self, exchange: Exchange) -> Outcome:
+        started = time.perf_counter()
+        analyzer = self.analyzer()
+        request = _analyse_part(analyzer, exchange.request_kind, exchange.request)
+        response = _analyse_part(analyzer, exchange.response_kind, exchange.response)
+        server = self.labels.server(exchange.server_name)
+        targets = self.labels.targets(server)
+        if response is not None and exchange.method == "tools/list":
+            for name, _ in response.tool_definitions:
+                targets.admit(name)
+        if exchange.target and exchange.error_type is None:
+            targets.admit(exchange.target)
+        for analysis in (request, response):
+            if analysis is not None:
+                self._record_estimates(exchange, analysis)
+        budget = self._charge_budget(exchange, exchange.server_name or server, request, response)
+        return Outcome(
+            exchange=exchange,
+            server=server,
+            target=targets.fold(exchange.target),
+            request=request,
+            response=response,
+            budget=budget,
+            analysis_s=time.perf_counter() - started,
+        )
+
+    def _charge_budget(
+        self, exchange: Exchange, server: str, request: Analysis | None, response: Analysis | None
+    ) -> BudgetSnapshot | None:
+        ref = exchange.budget
+        if ref is None or exchange.method not in BUDGETED_METHODS:
+            return None
+        window = ref.context_window
+        if exchange.method == "tools/list" and response is not None:
+            return self.ledger.set_definitions(ref.key, server, response.tokens, context_window=window)
+        tokens = sum(a.tokens for a in (request, response) if a is not None)
+        return self.ledger.add(ref.key, tokens, context_window=window)
+
+    def _record_estimates(self, exchange: Exchange, analysis: Analysis) -> None:
+        if analysis.exact:
+            return
+        if analysis.error is not None:
+            reason = SKIP_ERROR
+        elif analysis.encoding == "estimate":
+            reason = SKIP_NO_TOKENIZER
+        else:
+            reason = SKIP_OVER_MAX_BYTES
+        self.recorder.record_skip(exchange, reason)
+
+    def _duration_attributes(self, exchange: Exchange, target: str) -> dict[str, AttributeValue]:
+        attributes: dict[str, AttributeValue] = dict(exchange.metric_attributes)
+        attributes[semconv.MCP_METHOD_NAME] = exchange.method
+        if target:
+            attributes[semconv.target_attribute(exchange.method)] = target
+        if exchange.method == "tools/call":
+            attributes[semconv.GEN_AI_OPERATION_NAME] = semconv.GEN_AI_OPERATION_EXECUTE_TOOL
+        if exchange.error_type is not None:
+            attributes[semconv.ERROR_TYPE] = exchange.error_type
+        return attributes
+
+    # --- when the worker cannot take it ------------------------------------------------------
+    def _skip_overloaded(self, exchange: Exchange) -> None:
+        try:
+            server = self.labels.server(exchange.server_name)
+            target = self.labels.targets(server).fold(exchange.target)
+            self.recorder.record_skip(exchange, SKIP_OVERLOAD)
+            self.recorder.record_duration(exchange, self._duration_attributes(exchange, target))
+            if exchange.span is not None and exchange.span.is_recording():
+                exchange.span.set_attribute(semconv.TOKENS_SKIPPED, SKIP_OVERLOAD)
+        except Exception:
+            _logger.debug("mcp-tokens could not record a skipped exchange", exc_info=True)
+        finally:
+            _end_span(exchange)
+
+
+def _analyse_part(analyzer: Analyzer, kind: PayloadKind | None, payload: object) -> Analysis | None:
+    if kind is None or payload is None:
+        return None
+    return analyzer.analyze(kind, payload)
+
+
+def _end_span(exchange: Exchange) -> None:
+    span: Span | None = exchange.span
+    if span is None or not exchange.end_span:
+        return
+    try:
+        span.end(end_time=exchange.end_ns or None)
+    except Exception:
+        _logger.debug("mcp-tokens could not end a span", exc_info=True)

@@ -1,0 +1,42 @@
+"""Budget scopes: which context window an MCP exchange is charged to.
+
+The context window belongs to the agent. By default each ClientSession is its own scope;
+an application that runs one conversation across several servers says so:
+
+    with budget_scope("conversation-42", context_window=128_000):
+        await session_a.call_tool(...)
+        await session_b.call_tool(...)
+
+The scope id also travels to the servers in W3C baggage inside `_meta`, so their own
+telemetry charges the same conversation.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
+
+from opentelemetry import baggage, context
+
+from . import semconv
+from .exchange import BudgetRef
+
+_current: ContextVar[BudgetRef | None] = ContextVar("mcp_tokens_budget_scope", default=None)
+
+
+@contextmanager
+def budget_scope(scope_id: str, *, context_window: int | None = None) -> Iterator[BudgetRef]:
+    """Charge every MCP exchange inside the block to `scope_id` (and tell the servers)."""
+    ref = BudgetRef(str(scope_id), context_window)
+    token = _current.set(ref)
+    otel_token = context.attach(baggage.set_baggage(semconv.BAGGAGE_BUDGET_SCOPE, ref.key))
+    try:
+        yield ref
+    finally:
+        context.detach(otel_token)
+        _current.reset(token)
+
+
+def current_budget_scope() -> BudgetRef | None:
+    return _current.get()

@@ -1,0 +1,124 @@
+"""Overhead by kind: marked, duplicate and formatting tokens."""
+
+from __future__ import annotations
+
+import json
+import re
+import time
+from typing import Any
+
+from opentelemetry.instrumentation.mcp_tokens.engine import blocks
+from opentelemetry.instrumentation.mcp_tokens.engine.overhead import (
+    FULL_FORMAT_CHARS,
+    BlockOverhead,
+    OverheadKind,
+    find_overhead,
+    strip_json_whitespace,
+)
+from opentelemetry.instrumentation.mcp_tokens.engine.tokenizer import TokenCounter
+
+
+def overhead_of(counter: TokenCounter, result: dict[str, Any], **kwargs: Any) -> list[BlockOverhead | None]:
+    payload_blocks = list(blocks.tool_result_blocks(result))
+    tokens = [counter.count(b.text).tokens for b in payload_blocks]
+    return find_overhead(payload_blocks, tokens, lambda text: counter.count(text).tokens, **kwargs)
+
+
+RECORDS = [{"id": i, "name": f"user {i}", "tags": ["a", "b"], "city": "Zürich"} for i in range(20)]
+
+
+def test_compact_json_text_has_no_overhead(counter: TokenCounter) -> None:
+    text = json.dumps(RECORDS, separators=(",", ":"), ensure_ascii=False)
+    assert overhead_of(counter, {"content": [{"type": "text", "text": text}]}) == [None]
+
+
+def test_pretty_json_formatting_is_the_difference_to_its_compact_form(counter: TokenCounter) -> None:
+    pretty = json.dumps(RECORDS, indent=2)  # also escapes ü as \u00fc: more waste
+    compact = json.dumps(RECORDS, separators=(",", ":"), ensure_ascii=False)
+    expected = counter.count(pretty).tokens - counter.count(compact).tokens
+    assert expected > 0
+    (overhead,) = overhead_of(counter, {"content": [{"type": "text", "text": pretty}]})
+    assert overhead == BlockOverhead(OverheadKind.FORMATTING, expected)
+
+
+def test_structured_content_repeated_as_text_is_a_duplicate(counter: TokenCounter) -> None:
+    data = {"rows": RECORDS}
+    pretty = json.dumps(data, indent=2)
+    text_overhead, structured_overhead = overhead_of(
+        counter, {"content": [{"type": "text", "text": pretty}], "structuredContent": data}
+    )
+    compact = blocks.compact_json(data)
+    assert structured_overhead == BlockOverhead(OverheadKind.DUPLICATE, counter.count(compact).tokens)
+    # The text copy is the data the model reads; only its formatting is waste.
+    assert text_overhead is not None and text_overhead.kind is OverheadKind.FORMATTING
+    data_tokens = counter.count(pretty).tokens + counter.count(compact).tokens
+    data_tokens -= text_overhead.tokens + structured_overhead.tokens
+    assert data_tokens == counter.count(compact).tokens
+
+
+def test_structured_content_alone_is_data(counter: TokenCounter) -> None:
+    result = {
+        "content": [{"type": "text", "text": "Found 20 users."}],
+        "structuredContent": {"rows": RECORDS},
+    }
+    assert overhead_of(counter, result) == [None, None]
+
+
+def test_identical_blocks_after_the_first_are_duplicates(counter: TokenCounter) -> None:
+    block = {"type": "text", "text": "The same paragraph, twice."}
+    first, second, other = overhead_of(counter, {"content": [block, block, {"type": "text", "text": "x"}]})
+    assert first is None and other is None
+    assert second == BlockOverhead(OverheadKind.DUPLICATE, counter.count(block["text"]).tokens)
+
+
+def test_marked_blocks_match_the_user_pattern(counter: TokenCounter) -> None:
+    rules = "<system_rules>Always answer in French.</system_rules>"
+    marker = re.compile(r"^<(system_rules|affordances)>")
+    marked, data = overhead_of(
+        counter,
+        {"content": [{"type": "text", "text": rules}, {"type": "text", "text": "data"}]},
+        marker=marker,
+    )
+    assert marked == BlockOverhead(OverheadKind.MARKED, counter.count(rules).tokens)
+    assert data is None
+
+
+def test_text_that_only_looks_like_json_has_no_formatting_overhead(counter: TokenCounter) -> None:
+    for text in ["[not json at all]", "{ broken: json }", "[1, 2,\n 3"]:
+        assert overhead_of(counter, {"content": [{"type": "text", "text": text}]}) == [None]
+
+
+def test_large_pretty_json_is_sampled_close_to_the_exact_value(counter: TokenCounter) -> None:
+    records = [{"id": i, "name": f"name-{i}", "score": i * 0.5, "ok": i % 2 == 0} for i in range(20_000)]
+    pretty = json.dumps(records, indent=2, ensure_ascii=False)
+    assert len(pretty) > 10 * FULL_FORMAT_CHARS
+    exact = counter.count(pretty).tokens - counter.count(blocks.compact_json(records)).tokens
+    (overhead,) = overhead_of(counter, {"content": [{"type": "text", "text": pretty}]})
+    assert overhead is not None and overhead.kind is OverheadKind.FORMATTING
+    assert abs(overhead.tokens - exact) / exact < 0.05
+
+
+def test_formatting_of_a_1mb_block_costs_far_less_than_counting_it(counter: TokenCounter) -> None:
+    records = [{"id": i, "text": f"line {i} of the report"} for i in range(25_000)]
+    pretty = json.dumps(records, indent=1)
+    payload_blocks = list(blocks.tool_result_blocks({"content": [{"type": "text", "text": pretty}]}))
+    calls: list[int] = []
+
+    def count(text: str) -> int:
+        calls.append(len(text))
+        return counter.count(text).tokens
+
+    start = time.perf_counter()
+    tokens = counter.count(pretty).tokens
+    counting = time.perf_counter() - start
+    start = time.perf_counter()
+    find_overhead(payload_blocks, [tokens], count)
+    formatting = time.perf_counter() - start
+    assert sum(calls) <= 2 * 64 * 1024  # two sample counts, never the whole block again
+    assert formatting < 0.5 * counting
+
+
+def test_strip_json_whitespace_keeps_strings_intact() -> None:
+    assert (
+        strip_json_whitespace('{ "a b" : [ 1 ,\n 2 ],  "c\\" d": " x " }') == '{"a b":[1,2],"c\\" d":" x "}'
+    )
