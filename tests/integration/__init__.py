@@ -1,0 +1,1 @@
+"""Integration tests: real MCP servers and clients on both SDK lines."""
