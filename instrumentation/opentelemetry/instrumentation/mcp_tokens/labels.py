@@ -17,6 +17,12 @@ from . import semconv
 MAX_VALUE_CHARS = 128
 
 
+def clean_text(value: str, max_chars: int = 1024) -> str:
+    """`value` cut to `max_chars` and made valid UTF-8 (lone surrogates would break exporters)."""
+    value = value[:max_chars]
+    return value if value.isascii() else value.encode("utf-8", "replace").decode("utf-8")
+
+
 class LabelFolder:
     """A thread-safe, bounded set of admitted label values."""
 
@@ -29,6 +35,7 @@ class LabelFolder:
         """Mark `value` as legitimate (seen in a listing or in a successful call)."""
         if not value or len(value) > MAX_VALUE_CHARS or value in self._admitted:
             return
+        value = clean_text(value)
         with self._lock:
             if len(self._admitted) < self._max_values:
                 self._admitted.add(value)

@@ -14,6 +14,7 @@ from .engine.analysis import Analysis
 from .engine.blocks import compact_json
 from .engine.ledger import BudgetSnapshot
 from .exchange import Exchange, Side
+from .labels import clean_text
 
 
 @dataclass(frozen=True)
@@ -157,7 +158,7 @@ class Recorder:
                 self._record_analysis(analysis, {**base, semconv.DIRECTION: direction})
         if outcome.response is not None and exchange.method == "tools/list":
             for name, tokens in outcome.response.tool_definitions:
-                self._instruments.tool_definition.record(
+                self._instruments.tool_definition.set(
                     tokens,
                     {semconv.SIDE: side, semconv.SERVER_NAME: outcome.server, semconv.GEN_AI_TOOL_NAME: name},
                 )
@@ -215,7 +216,7 @@ class Recorder:
             attributes[semconv.TOKENS_ENCODING] = analysed[-1].encoding
             attributes[semconv.TOKENS_EXACT] = all(a.exact for a in analysed)
         if outcome.budget is not None:
-            attributes[semconv.BUDGET_SCOPE] = outcome.budget.scope
+            attributes[semconv.BUDGET_SCOPE] = clean_text(outcome.budget.scope)
             attributes[semconv.BUDGET_USED] = outcome.budget.used
             attributes[semconv.BUDGET_UTILIZATION] = round(outcome.budget.utilization, 6)
             attributes[semconv.BUDGET_LEVEL] = outcome.budget.level.value
