@@ -42,7 +42,8 @@ def classify(text: str) -> ContentType:
     cjk = len(_CJK.findall(sample))
     if cjk * 5 >= len(sample):  # a fifth of CJK characters already dominates the token count
         return ContentType.CJK
-    if stripped[0] in "{[" and text.rstrip()[-1:] in "}]":
+    # Only the tail is stripped: rstrip() on the whole text would copy all of it.
+    if stripped[0] in "{[" and text[-SAMPLE_CHARS:].rstrip()[-1:] in ("}", "]"):
         return ContentType.JSON
     if _looks_like_base64(sample):
         return ContentType.BASE64
