@@ -1,25 +1,39 @@
 # Everything bootstraps itself: a fresh clone needs only python3 (>= 3.10) and these targets.
+# Two environments, one per MCP SDK line; each installs this package editable with exact pins.
 PYTHON ?= python3
+
 VENV   ?= .venv
 BIN    := $(VENV)/bin
 PY     := $(BIN)/python
 STAMP  := $(VENV)/.installed
+
+VENV1  ?= .venv-mcp1
+BIN1   := $(VENV1)/bin
+STAMP1 := $(VENV1)/.installed
+
 PYTEST_ARGS ?=
 
-.PHONY: all install demo test lint typecheck unit bench clean
+.PHONY: all install install-mcp1 demo test lint typecheck unit unit-mcp1 bench bench-instrumented clean
 
 all: test
 
 $(STAMP): pyproject.toml constraints.txt
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
-	$(PY) -m pip install -q -c constraints.txt -e '.[instruments,huggingface,test]'
+	$(PY) -m pip install -q -c constraints.txt -e '.[instruments,huggingface,test]' fastmcp
+	touch $@
+
+$(STAMP1): pyproject.toml constraints-mcp1.txt
+	$(PYTHON) -m venv $(VENV1)
+	$(BIN1)/python -m pip install -q --upgrade pip
+	$(BIN1)/python -m pip install -q -c constraints-mcp1.txt -e '.[instruments,test]' fastmcp
 	touch $@
 
 install: $(STAMP)
+install-mcp1: $(STAMP1)
 
 demo: $(STAMP)
-	$(PY) -m examples.engine_demo
+	$(PY) -m examples.demo
 
 lint: $(STAMP)
 	$(BIN)/ruff check .
@@ -28,13 +42,17 @@ lint: $(STAMP)
 typecheck: $(STAMP)
 	$(BIN)/mypy instrumentation exporters
 
+# The whole suite on mcp 2.x (fastmcp 4), then everything that depends on the SDK line on 1.x (fastmcp 3).
 unit: $(STAMP)
 	$(PY) -m pytest $(PYTEST_ARGS)
 
-test: lint typecheck unit
+unit-mcp1: $(STAMP1)
+	$(BIN1)/python -m pytest $(PYTEST_ARGS) tests/integration
+
+test: lint typecheck unit unit-mcp1
 
 bench: $(STAMP)
 	$(PY) -m tests.bench.engine
 
 clean:
-	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache build dist
+	rm -rf $(VENV) $(VENV1) .mypy_cache .ruff_cache .pytest_cache build dist
