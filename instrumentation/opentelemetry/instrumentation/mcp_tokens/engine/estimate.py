@@ -129,9 +129,8 @@ _WINDOW_CHARS = FULL_SCAN_CHARS // SAMPLE_WINDOWS
 # Pair weights are stored as bytes in 1/_SCALE token steps, so that one bytes.translate
 # turns pair codes into weights; the largest storable weight is 255 / _SCALE, ~2 tokens.
 # A byte sum is then zlib.adler32's low half (1 + sum of bytes, mod 65521), taken over
-# chunks small enough never to wrap.
+# chunks small enough never to wrap (`_SUM_CHUNK`, below).
 _SCALE = 128
-_SUM_CHUNK = 256  # 255 * 256 < 65521
 
 
 # (exclusive upper bound of the UTF-8 lead byte, class); continuation bytes are dropped
@@ -201,6 +200,7 @@ def _pair_weight_bytes(table: list[float]) -> tuple[bytes, float]:
 
 
 _PAIR_WEIGHT_BYTES, _OFFSET = _pair_weight_bytes(pair_weights())
+_SUM_CHUNK = 65520 // max(1, *_PAIR_WEIGHT_BYTES)  # the largest chunk whose sum stays below 65521
 
 
 def pair_codes(text: str) -> bytes:
