@@ -1,0 +1,526 @@
+"""The one list of alerts and recording rules; every output form is rendered from it.
+
+An alert is a value query, a comparison and a threshold. Prometheus gets
+``query > threshold``; Grafana-managed alerting gets the query as its data query A and
+the threshold as expression B; the runbook gets the prose. So the three can never
+disagree about what pages. Queries use fixed windows ([5m] and longer) and raw metrics,
+not recording rules, so the Grafana-managed copy works against a Prometheus that does
+not load our rules.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Literal
+
+from . import names
+from .promql import eq, events, number, quantile, rate, series, sum_by
+from .settings import GeneratorSettings
+
+Severity = Literal["critical", "warning", "info"]
+
+RULE_WINDOW = "5m"
+EVENT_WINDOW = "10m"
+OVERHEAD_WINDOW = "30m"
+TARGET_MEMORY = "1d"
+"""How long a target that once exported mcp-tokens metrics is still expected to."""
+
+TOOL_LABELS = (names.JOB, names.SIDE, names.SERVER, names.TOOL)
+EXPECTED_SKIP_REASONS = ("over_max_bytes", "no_exact_tokenizer")
+"""Skip reasons that are configuration, not trouble: estimating them is the design."""
+_UNEXPECTED_SKIPS = f'{names.SKIP_REASON}!~"{"|".join(EXPECTED_SKIP_REASONS)}"'
+_COMPARISONS = {">": "gt", "<": "lt"}
+
+
+@dataclass(frozen=True)
+class AlertDefinition:
+    """One alert in every form: the rule, its Grafana twin and its runbook section."""
+
+    name: str
+    severity: Severity
+    query: str
+    comparison: Literal[">", "<"]
+    threshold: float
+    for_: str
+    summary: str
+    description: str
+    meaning: str
+    confirm: str
+    actions: tuple[str, ...]
+    dashboard_uid: str
+    panel_title: str
+
+    @property
+    def expr(self) -> str:
+        query = self.query
+        # Comparisons bind tighter than `or`/`and`/`unless`: keep the query whole.
+        if re.search(r"\b(or|and|unless)\b", query) and not query.startswith("("):
+            query = f"({query})"
+        return f"{query}\n{self.comparison} {number(self.threshold)}"
+
+    @property
+    def anchor(self) -> str:
+        """The runbook heading's anchor (GitHub and most renderers lowercase it)."""
+        return self.name.lower()
+
+    @property
+    def grafana_evaluator(self) -> str:
+        return _COMPARISONS[self.comparison]
+
+
+@dataclass(frozen=True)
+class RecordingRule:
+    """A `level:metric:operations` rule; `keep` is the level."""
+
+    keep: tuple[str, ...]
+    metric: str
+    operations: str
+    expr: str
+    labels: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def record(self) -> str:
+        return f"{'_'.join(self.keep)}:{self.metric}:{self.operations}"
+
+
+def _tool_responses() -> str:
+    """p95 response tokens per tool: above a tier's bound means > 5% of responses are past it."""
+    buckets = series(
+        f"{names.PAYLOAD}_bucket", [eq(names.DIRECTION, names.RESPONSE), eq(names.METHOD, names.TOOLS_CALL)]
+    )
+    return quantile(0.95, TOOL_LABELS, buckets, RULE_WINDOW)
+
+
+def _percent(fraction: float) -> str:
+    return f"{number(round(fraction * 100, 6))}%"
+
+
+_VALUE_TOKENS = '{{ $value | printf "%.0f" }}'
+_WHERE_TOOL = (
+    "tool {{ $labels.gen_ai_tool_name }} on MCP server {{ $labels.mcp_tokens_server_name }} "
+    "({{ $labels.mcp_tokens_side }} side, job {{ $labels.job }})"
+)
+_SHRINK_ACTIONS = (
+    "Paginate: return the first page with a cursor or an agentLimit-style `limit` argument, "
+    "and let the agent ask for more.",
+    "Truncate with a notice: cut the result at a token budget and say so in the text "
+    "(`[truncated: 12,345 more rows, call again with offset=...]`), so the model knows it saw a part.",
+    "Return compact JSON (no indentation, no null fields) instead of pretty-printed JSON.",
+    "Split the tool: a summary tool plus a detail tool that fetches one item.",
+    "Stop duplicating: when a result carries structuredContent, do not also serialise the same "
+    "object as text content.",
+)
+
+
+def alerts(settings: GeneratorSettings) -> tuple[AlertDefinition, ...]:
+    """Every alert, with thresholds from `settings`."""
+    risk = settings.risk
+    budget = settings.budget
+    window = settings.context_window
+    return (
+        AlertDefinition(
+            name="McpToolResponsesCritical",
+            severity="critical",
+            query=_tool_responses(),
+            comparison=">",
+            threshold=risk.high,
+            for_="10m",
+            summary="An MCP tool returns responses in the critical risk tier.",
+            description=(
+                f"The p95 response of {_WHERE_TOOL} is {_VALUE_TOKENS} tokens over the last "
+                f"{RULE_WINDOW}, above the critical threshold of {risk.high} tokens: more than one "
+                "response in twenty can push the system prompt and earlier conversation out of "
+                "the model's context."
+            ),
+            meaning=(
+                f"More than 5% of this tool's responses are larger than {risk.high} tokens, the "
+                "instrumentation's critical risk tier, and have been for 10 minutes. Every such "
+                "response lands whole in the agent's context window; a few of them crowd out the "
+                "instructions the agent was given."
+            ),
+            confirm=(
+                "Open *MCP tokens / Tool drill-down* for the tool (the alert's job, server and "
+                "tool labels) and look at *Response tokens (p50, p95, p99)*: p95 above the red "
+                "dashed line. *Responses by risk tier* shows how many are critical, and *Tool "
+                "call duration (p50, p95)* whether the large responses are also slow."
+            ),
+            actions=_SHRINK_ACTIONS,
+            dashboard_uid="mcp-tokens-tool",
+            panel_title="Response tokens (p50, p95, p99)",
+        ),
+        AlertDefinition(
+            name="McpToolResponsesHigh",
+            severity="warning",
+            query=_tool_responses(),
+            comparison=">",
+            threshold=risk.medium,
+            for_="30m",
+            summary="An MCP tool's responses are trending into the high risk tier.",
+            description=(
+                f"The p95 response of {_WHERE_TOOL} is {_VALUE_TOKENS} tokens over the last "
+                f"{RULE_WINDOW}, above the high-tier threshold of {risk.medium} tokens for 30 minutes."
+            ),
+            meaning=(
+                f"More than 5% of this tool's responses exceed {risk.medium} tokens (the high risk "
+                f"tier). Not yet critical (above {risk.high}), but each such response takes a "
+                "noticeable bite of the context window, and tools grow with their data."
+            ),
+            confirm=(
+                "In *MCP tokens / Tool drill-down*, *Response tokens (p50, p95, p99)* shows p95 "
+                "between the orange and red dashed lines; compare with last week to see the trend."
+            ),
+            actions=_SHRINK_ACTIONS[:4],
+            dashboard_uid="mcp-tokens-tool",
+            panel_title="Response tokens (p50, p95, p99)",
+        ),
+        AlertDefinition(
+            name="McpToolOverheadHigh",
+            severity="warning",
+            query=_overhead_ratio(),
+            comparison=">",
+            threshold=settings.overhead_share,
+            for_="1h",
+            summary="An MCP tool spends a large share of its response tokens on overhead.",
+            description=(
+                "{{ $value | humanizePercentage }} of the response tokens of "
+                "{{ $labels.mcp_method_name }} {{ $labels.gen_ai_tool_name }} on MCP server "
+                "{{ $labels.mcp_tokens_server_name }} ({{ $labels.mcp_tokens_side }} side, job "
+                f"{{{{ $labels.job }}}}) carry no data (indentation, duplicated content), over the last "
+                f"{OVERHEAD_WINDOW}; the threshold is {_percent(settings.overhead_share)}."
+            ),
+            meaning=(
+                "Overhead tokens are tokens the model reads without learning anything: JSON "
+                "indentation and spacing, and the same object sent twice (as structuredContent and "
+                "again as text). They cost context and money exactly like data."
+            ),
+            confirm=(
+                "*MCP tokens / Tool drill-down*, *Overhead by kind*: `formatting` means "
+                "pretty-printed JSON, `duplicate` means structuredContent repeated as text, "
+                "`marked` means content the operator marked as overhead."
+            ),
+            actions=(_SHRINK_ACTIONS[2], _SHRINK_ACTIONS[4]),
+            dashboard_uid="mcp-tokens-tool",
+            panel_title="Overhead by kind",
+        ),
+        AlertDefinition(
+            name="McpPaddingDetected",
+            severity="warning",
+            query=events(
+                names.PADDING_DETECTIONS_TOTAL,
+                (),
+                (names.JOB, names.SIDE, names.METHOD, names.TOOL, names.PADDING_REASON),
+                EVENT_WINDOW,
+            ),
+            comparison=">",
+            threshold=0,
+            for_="1m",
+            summary="An MCP payload contains adversarial padding.",
+            description=(
+                f"{_VALUE_TOKENS} padding finding(s) of kind {{{{ $labels.mcp_tokens_padding_reason }}}} "
+                "in {{ $labels.mcp_method_name }} payloads of tool {{ $labels.gen_ai_tool_name }} "
+                "({{ $labels.mcp_tokens_side }} side, job {{ $labels.job }}) "
+                f"in the last {EVENT_WINDOW}."
+            ),
+            meaning=(
+                "A payload contains content built to fill a model's context rather than to inform "
+                "it: invisible characters, long repetitions, text with almost no distinct tokens, "
+                "unusual token density or extremely long lines. Whoever controls that content (a "
+                "web page, a document, a peer server) can push the agent's instructions out of "
+                "its window."
+            ),
+            confirm=(
+                "*MCP tokens / Overview*, *Padding detections* by reason and tool; the spans of the "
+                "affected calls carry an `mcp_tokens.padding` event with the offset and score."
+            ),
+            actions=(
+                "Find the source: which document, URL or upstream service fed the tool "
+                "(the span's attributes and, if capture is on, its content).",
+                "Sanitise at the tool: strip invisible characters, collapse repetitions, cap line length.",
+                "If the source is untrusted, truncate its content with a notice or stop passing it through.",
+            ),
+            dashboard_uid="mcp-tokens-overview",
+            panel_title="Padding detections",
+        ),
+        AlertDefinition(
+            name="McpBudgetCriticalCrossings",
+            severity="warning",
+            query=events(
+                names.BUDGET_CROSSINGS_TOTAL,
+                (eq(names.BUDGET_LEVEL, "critical"),),
+                (names.JOB, names.SIDE),
+                EVENT_WINDOW,
+            ),
+            comparison=">",
+            threshold=0,
+            for_="1m",
+            summary="MCP traffic has filled a context window to the critical level.",
+            description=(
+                f"{_VALUE_TOKENS} budget scope(s) on the {{{{ $labels.mcp_tokens_side }}}} side of job "
+                f"{{{{ $labels.job }}}} reached {_percent(budget.critical)} of their context window in the "
+                f"last {EVENT_WINDOW}."
+            ),
+            meaning=(
+                f"A budget scope (a conversation, or a client session by default) has put MCP "
+                f"payloads worth {_percent(budget.critical)} of its context window into it. From "
+                "here the agent (or its framework) must drop or summarise earlier turns, and the "
+                "system prompt is at risk."
+            ),
+            confirm=(
+                "*MCP tokens / Context budget*: *Scopes crossing warning and critical* shows the "
+                "crossings, *Budget utilisation heatmap* the distribution; the spans carry "
+                "`mcp_tokens.budget.scope` to find the conversation."
+            ),
+            actions=(
+                "Shrink the biggest contributors first: *Top tools by p95 response tokens* on the overview.",
+                "Remove unused servers or tools from the agent: their definitions are paid in every scope.",
+                *_SHRINK_ACTIONS[:2],
+            ),
+            dashboard_uid="mcp-tokens-budget",
+            panel_title="Scopes crossing warning and critical",
+        ),
+        AlertDefinition(
+            name="McpBudgetWarningCrossings",
+            severity="info",
+            query=events(
+                names.BUDGET_CROSSINGS_TOTAL,
+                (eq(names.BUDGET_LEVEL, "warning"),),
+                (names.JOB, names.SIDE),
+                EVENT_WINDOW,
+            ),
+            comparison=">",
+            threshold=0,
+            for_="1m",
+            summary="MCP traffic has filled a context window to the warning level.",
+            description=(
+                f"{_VALUE_TOKENS} budget scope(s) on the {{{{ $labels.mcp_tokens_side }}}} side of job "
+                f"{{{{ $labels.job }}}} reached {_percent(budget.warning)} of their context window in the "
+                f"last {EVENT_WINDOW}."
+            ),
+            meaning=(
+                f"A budget scope passed {_percent(budget.warning)} of its context window. Nothing is "
+                "lost yet; this is the early signal for the critical crossing."
+            ),
+            confirm="*MCP tokens / Context budget*, *Scopes crossing warning and critical*.",
+            actions=(
+                "Watch whether the same scopes go on to the critical level; "
+                "act as for McpBudgetCriticalCrossings.",
+            ),
+            dashboard_uid="mcp-tokens-budget",
+            panel_title="Scopes crossing warning and critical",
+        ),
+        AlertDefinition(
+            name="McpToolDefinitionTaxHigh",
+            severity="warning",
+            query=_definition_tax(),
+            comparison=">",
+            threshold=settings.definition_budget_tokens,
+            for_="15m",
+            summary="An MCP server's tool definitions alone take a large share of the context window.",
+            description=(
+                "The tool definitions of MCP server {{ $labels.mcp_tokens_server_name }} "
+                "({{ $labels.mcp_tokens_side }} side, job {{ $labels.job }}) take "
+                f"{_VALUE_TOKENS} tokens, more than {_percent(settings.definition_share)} of a "
+                f"{window}-token context window ({settings.definition_budget_tokens} tokens), before "
+                "any tool is called."
+            ),
+            meaning=(
+                "Every agent connected to this server pays for its tools/list in every conversation, "
+                "whether it calls the tools or not: names, descriptions and input schemas of every "
+                "tool sit in the context window from the first turn."
+            ),
+            confirm=(
+                "*MCP tokens / Context budget*, *Tool definition tax versus the context window*; "
+                "*MCP tokens / Overview*, *Tool definition tax per server* for the largest servers."
+            ),
+            actions=(
+                "Shorten descriptions to one or two sentences; move examples and explanations to a resource.",
+                "Flatten input schemas: drop unused optional parameters, long enums and nested objects.",
+                "Split the server by audience, or expose fewer tools per agent (client-side tool filtering).",
+                "Remove tools that no agent calls (`mcp_tokens_payload_count` by tool shows which).",
+            ),
+            dashboard_uid="mcp-tokens-budget",
+            panel_title="Tool definition tax versus the context window",
+        ),
+        AlertDefinition(
+            name="McpTokensAnalysisSkipped",
+            severity="warning",
+            query=sum_by(
+                (names.JOB, names.SIDE, names.SKIP_REASON),
+                rate(series(names.ANALYSIS_SKIPPED_TOTAL, (_UNEXPECTED_SKIPS,)), RULE_WINDOW),
+            ),
+            comparison=">",
+            threshold=0,
+            for_="15m",
+            summary="The mcp-tokens instrumentation skips payloads instead of counting them.",
+            description=(
+                "The instrumentation in job {{ $labels.job }} ({{ $labels.mcp_tokens_side }} side) "
+                'has skipped {{ $value | printf "%.2f" }} payloads per second for 15 minutes, '
+                "reason {{ $labels.mcp_tokens_skip_reason }}; token metrics of that job undercount."
+            ),
+            meaning=(
+                "Token analysis runs in a bounded background worker so it never slows the host. "
+                "When exchanges arrive faster than the worker counts them (`overload`), or the "
+                "analysis fails (`analysis_error`), they are skipped and counted here by reason. "
+                "Dashboards and alerts of this job then see less than the real traffic. Payloads "
+                f"estimated by design ({', '.join(EXPECTED_SKIP_REASONS)}: over the size limit, or "
+                "no exact tokenizer configured) do not alert; they show on the dashboard."
+            ),
+            confirm=(
+                "*MCP tokens / Overview*, *Payloads estimated or skipped* by reason, next to "
+                "*Analysis time (p50, p99)* for the worker's cost."
+            ),
+            actions=(
+                "`overload`: raise OTEL_INSTRUMENTATION_MCP_TOKENS_QUEUE_SIZE or give the process more CPU; "
+                "*Analysis time (p50, p99)* shows whether a few huge payloads hog the worker.",
+                "Huge payloads: lower OTEL_INSTRUMENTATION_MCP_TOKENS_MAX_BYTES so they are estimated "
+                "(cheap) instead of counted; they are a finding of their own (McpToolResponsesCritical).",
+                "`analysis_error`: a bug in mcp-tokens; the instrumentation logs the exception once. "
+                "Report it with the tool's payload shape.",
+            ),
+            dashboard_uid="mcp-tokens-overview",
+            panel_title="Payloads estimated or skipped",
+        ),
+        AlertDefinition(
+            name="McpTokensTargetDown",
+            severity="warning",
+            query=_anchored_up(),
+            comparison="<",
+            threshold=1,
+            for_="10m",
+            summary="Prometheus cannot scrape a process that exported MCP token metrics.",
+            description=(
+                "Target {{ $labels.instance }} of job {{ $labels.job }} exported mcp-tokens metrics "
+                f"in the last {TARGET_MEMORY} but its scrapes have failed for 10 minutes: its dashboards "
+                "are empty and its token alerts cannot fire."
+            ),
+            meaning=(
+                "The target is still in service discovery, so Prometheus tries to scrape it, but "
+                "every scrape fails. While it does, nothing about its MCP traffic is known, "
+                "including critical responses. A target removed from service discovery on purpose "
+                "does not alert."
+            ),
+            confirm=(
+                'Prometheus\' targets page (`/targets`) shows the error; `up{job="<job>"}` is 0. '
+                "The dashboards show a gap for that job."
+            ),
+            actions=(
+                "Check that the process runs and its metrics port answers (`curl http://<instance>/metrics`).",
+                "Check that it was started under `opentelemetry-instrument --metrics_exporter prometheus` "
+                "(or with a PrometheusMetricReader) and binds the address Prometheus scrapes.",
+                "A scrape timeout on a huge exposition points at label cardinality: see the `_OTHER` folding "
+                "settings (OTEL_INSTRUMENTATION_MCP_TOKENS_MAX_LABEL_VALUES).",
+            ),
+            dashboard_uid="mcp-tokens-overview",
+            panel_title="Tokens per second by server and tool",
+        ),
+    )
+
+
+def _overhead_ratio(window: str = OVERHEAD_WINDOW) -> str:
+    keep = (names.JOB, names.SIDE, names.SERVER, names.METHOD, names.TOOL)
+    response = (eq(names.DIRECTION, names.RESPONSE),)
+    overhead = sum_by(keep, rate(series(names.OVERHEAD_TOTAL, response), window))
+    payload = sum_by(keep, rate(series(f"{names.PAYLOAD}_sum", response), window))
+    return f"{overhead}\n/\n{payload}"
+
+
+def _definition_tax() -> str:
+    """Definition tokens per server; max first so replicas and scope versions count once."""
+    keep = (names.JOB, names.SIDE, names.SERVER)
+    per_tool = (
+        f"max by ({', '.join([*keep, names.TOOL])}) (max_over_time({names.TOOL_DEFINITION}[{RULE_WINDOW}]))"
+    )
+    return sum_by(keep, per_tool)
+
+
+def _anchored_up() -> str:
+    """`up` of the targets that exported mcp-tokens metrics recently (others are not ours)."""
+    target = (names.JOB, "instance")
+    anchor = f"group by (job, instance) (last_over_time({names.ANALYSIS_DURATION}_count[{TARGET_MEMORY}]))"
+    return f"max by ({', '.join(target)}) (up)\n* on (job, instance)\n{anchor}"
+
+
+def recording_rules(settings: GeneratorSettings) -> tuple[RecordingRule, ...]:
+    """Pre-aggregated series for long-range views and federation (alerts do not need them)."""
+    traffic = (names.JOB, names.SIDE, names.SERVER, names.METHOD, names.DIRECTION)
+    per_tool = (names.JOB, names.SIDE, names.SERVER, names.TOOL, names.DIRECTION)
+    tool_calls = (eq(names.METHOD, names.TOOLS_CALL),)
+    buckets = RecordingRule(
+        keep=(*per_tool, names.LE),
+        metric=f"{names.PAYLOAD}_bucket",
+        operations=f"rate{RULE_WINDOW}",
+        expr=sum_by((*per_tool, names.LE), rate(series(f"{names.PAYLOAD}_bucket", tool_calls), RULE_WINDOW)),
+    )
+    quantiles = tuple(
+        RecordingRule(
+            keep=(*per_tool, "quantile"),
+            metric=names.PAYLOAD,
+            operations="histogram_quantile",
+            expr=f"histogram_quantile({q}, {buckets.record})",
+            labels={"quantile": str(q)},
+        )
+        for q in (0.5, 0.95, 0.99)
+    )
+    budget_keep = (names.JOB, names.SIDE, names.SERVER)
+    budget_buckets = RecordingRule(
+        keep=(*budget_keep, names.LE),
+        metric=f"{names.BUDGET_UTILIZATION}_bucket",
+        operations=f"rate{RULE_WINDOW}",
+        # Either name, so the rule works whether metrics arrive by scrape or by OTLP.
+        expr=sum_by(
+            (*budget_keep, names.LE),
+            f"{rate(series(f'{names.BUDGET_UTILIZATION}_bucket'), RULE_WINDOW)}\nor "
+            f"{rate(series(f'{names.BUDGET_UTILIZATION_OTLP}_bucket'), RULE_WINDOW)}",
+        ),
+    )
+    budget_quantiles = tuple(
+        RecordingRule(
+            keep=(*budget_keep, "quantile"),
+            metric=names.BUDGET_UTILIZATION,
+            operations="histogram_quantile",
+            expr=f"histogram_quantile({q}, {budget_buckets.record})",
+            labels={"quantile": str(q)},
+        )
+        for q in (0.5, 0.9, 0.99)
+    )
+    definitions = RecordingRule(
+        keep=(names.JOB, names.SIDE, names.SERVER),
+        metric=names.TOOL_DEFINITION,
+        operations="sum",
+        expr=_definition_tax(),
+    )
+    return (
+        RecordingRule(
+            keep=traffic,
+            metric=f"{names.PAYLOAD}_sum",
+            operations=f"rate{RULE_WINDOW}",
+            expr=sum_by(traffic, rate(series(f"{names.PAYLOAD}_sum"), RULE_WINDOW)),
+        ),
+        buckets,
+        *quantiles,
+        RecordingRule(
+            keep=(names.JOB, names.SIDE, names.SERVER, names.TOOL, names.RISK),
+            metric=names.RESPONSES_TOTAL.removesuffix("_total"),
+            operations=f"rate{RULE_WINDOW}",
+            expr=sum_by(
+                (names.JOB, names.SIDE, names.SERVER, names.TOOL, names.RISK),
+                rate(series(names.RESPONSES_TOTAL, tool_calls), RULE_WINDOW),
+            ),
+        ),
+        RecordingRule(
+            keep=(names.JOB, names.SIDE, names.SERVER, names.METHOD, names.TOOL),
+            metric=f"{names.OVERHEAD_TOTAL.removesuffix('_total')}_per_{names.PAYLOAD}",
+            operations=f"ratio_rate{RULE_WINDOW}",
+            expr=_overhead_ratio(RULE_WINDOW),
+        ),
+        budget_buckets,
+        *budget_quantiles,
+        definitions,
+        RecordingRule(
+            keep=(names.JOB, names.SIDE, names.SERVER),
+            metric=f"{names.TOOL_DEFINITION}_per_context_window",
+            operations="ratio",
+            expr=f"{definitions.record}\n/ {settings.context_window}",
+        ),
+    )

@@ -1,0 +1,59 @@
+"""The thresholds the generated dashboards and alerts encode.
+
+Defaults come from the instrumentation itself (`RiskThresholds`, `BudgetThresholds`,
+the default context window), so an alert pages on exactly what the instrumentation
+labels ``critical``. Change both together: run the instrumentation with
+``OTEL_INSTRUMENTATION_MCP_TOKENS_RISK_THRESHOLDS=2000,6000,12000`` and regenerate with
+``--risk-thresholds 2000,6000,12000``.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+from opentelemetry.instrumentation.mcp_tokens.engine.ledger import (
+    DEFAULT_BUDGET_THRESHOLDS,
+    DEFAULT_CONTEXT_WINDOW,
+    BudgetThresholds,
+)
+from opentelemetry.instrumentation.mcp_tokens.engine.risk import DEFAULT_RISK_THRESHOLDS, RiskThresholds
+
+DEFAULT_DEFINITION_SHARE = 0.1
+"""A server whose tool definitions alone take more than this share of the window alerts."""
+DEFAULT_OVERHEAD_SHARE = 0.25
+"""A tool whose responses are more than this share overhead (whitespace, duplicates) alerts."""
+DEFAULT_RUNBOOK_URL = "dashboards/runbook.md"
+"""Where alerts point; pass the URL of a hosted copy (e.g. on your Git forge) to link it."""
+
+
+@dataclass(frozen=True)
+class GeneratorSettings:
+    """Every knob of the generated files; the defaults match the instrumentation's."""
+
+    risk: RiskThresholds = field(default_factory=lambda: DEFAULT_RISK_THRESHOLDS)
+    budget: BudgetThresholds = field(default_factory=lambda: DEFAULT_BUDGET_THRESHOLDS)
+    context_window: int = DEFAULT_CONTEXT_WINDOW
+    definition_share: float = DEFAULT_DEFINITION_SHARE
+    overhead_share: float = DEFAULT_OVERHEAD_SHARE
+    runbook_url: str = DEFAULT_RUNBOOK_URL
+
+    def __post_init__(self) -> None:
+        if isinstance(self.context_window, bool) or self.context_window <= 0:
+            raise ValueError(
+                f"context window must be a positive number of tokens, got {self.context_window!r}"
+            )
+        for name in ("definition_share", "overhead_share"):
+            share = getattr(self, name)
+            if not (math.isfinite(share) and 0.0 < share < 1.0):
+                raise ValueError(f"{name.replace('_', ' ')} must be a fraction in (0, 1), got {share!r}")
+        if not self.runbook_url or any(c.isspace() for c in self.runbook_url):
+            raise ValueError(f"runbook URL must be non-empty and contain no spaces, got {self.runbook_url!r}")
+
+    @property
+    def definition_budget_tokens(self) -> int:
+        """Definition tokens per server above which the definition-tax alert fires."""
+        return round(self.context_window * self.definition_share)
+
+    def runbook_link(self, anchor: str) -> str:
+        return f"{self.runbook_url}#{anchor}"
