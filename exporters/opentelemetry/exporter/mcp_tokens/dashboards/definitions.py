@@ -1,35 +1,36 @@
-"""The one list of alerts and recording rules; every output form is rendered from it.
+"""The one list of alerts; every output form is rendered from it.
 
 An alert is a value query, a comparison and a threshold. Prometheus gets
 ``query > threshold``; Grafana-managed alerting gets the query as its data query A and
-the threshold as expression B; the runbook gets the prose. So the three can never
-disagree about what pages. Queries use fixed windows ([5m] and longer) and raw metrics,
-not recording rules, so the Grafana-managed copy works against a Prometheus that does
-not load our rules.
+the threshold as expression B; the runbook gets the prose (meaning, how to confirm it,
+what to change). So the three can never disagree about what pages. The queries live in
+`queries`, the recording rules in `recording_rules`.
 """
 
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Literal
 
 from . import names
-from .promql import eq, events, number, quantile, rate, series, sum_by
+from .promql import eq, events, number, rate, series, sum_by
+from .queries import (
+    EVENT_WINDOW,
+    EXPECTED_SKIP_REASONS,
+    OVERHEAD_WINDOW,
+    RULE_WINDOW,
+    TARGET_MEMORY,
+    UNEXPECTED_SKIPS,
+    anchored_up,
+    definition_tax,
+    overhead_ratio,
+    tool_responses,
+)
 from .settings import GeneratorSettings
 
 Severity = Literal["critical", "warning", "info"]
 
-RULE_WINDOW = "5m"
-EVENT_WINDOW = "10m"
-OVERHEAD_WINDOW = "30m"
-TARGET_MEMORY = "1d"
-"""How long a target that once exported mcp-tokens metrics is still expected to."""
-
-TOOL_LABELS = (names.JOB, names.SIDE, names.SERVER, names.TOOL)
-EXPECTED_SKIP_REASONS = ("over_max_bytes", "no_exact_tokenizer")
-"""Skip reasons that are configuration, not trouble: estimating them is the design."""
-_UNEXPECTED_SKIPS = f'{names.SKIP_REASON}!~"{"|".join(EXPECTED_SKIP_REASONS)}"'
 _COMPARISONS = {">": "gt", "<": "lt"}
 
 
@@ -69,29 +70,6 @@ class AlertDefinition:
         return _COMPARISONS[self.comparison]
 
 
-@dataclass(frozen=True)
-class RecordingRule:
-    """A `level:metric:operations` rule; `keep` is the level."""
-
-    keep: tuple[str, ...]
-    metric: str
-    operations: str
-    expr: str
-    labels: dict[str, str] = field(default_factory=dict)
-
-    @property
-    def record(self) -> str:
-        return f"{'_'.join(self.keep)}:{self.metric}:{self.operations}"
-
-
-def _tool_responses() -> str:
-    """p95 response tokens per tool: above a tier's bound means > 5% of responses are past it."""
-    buckets = series(
-        f"{names.PAYLOAD}_bucket", [eq(names.DIRECTION, names.RESPONSE), eq(names.METHOD, names.TOOLS_CALL)]
-    )
-    return quantile(0.95, TOOL_LABELS, buckets, RULE_WINDOW)
-
-
 def _percent(fraction: float) -> str:
     return f"{number(round(fraction * 100, 6))}%"
 
@@ -122,7 +100,7 @@ def alerts(settings: GeneratorSettings) -> tuple[AlertDefinition, ...]:
         AlertDefinition(
             name="McpToolResponsesCritical",
             severity="critical",
-            query=_tool_responses(),
+            query=tool_responses(),
             comparison=">",
             threshold=risk.high,
             for_="10m",
@@ -152,7 +130,7 @@ def alerts(settings: GeneratorSettings) -> tuple[AlertDefinition, ...]:
         AlertDefinition(
             name="McpToolResponsesHigh",
             severity="warning",
-            query=_tool_responses(),
+            query=tool_responses(),
             comparison=">",
             threshold=risk.medium,
             for_="30m",
@@ -177,7 +155,7 @@ def alerts(settings: GeneratorSettings) -> tuple[AlertDefinition, ...]:
         AlertDefinition(
             name="McpToolOverheadHigh",
             severity="warning",
-            query=_overhead_ratio(),
+            query=overhead_ratio(),
             comparison=">",
             threshold=settings.overhead_share,
             for_="1h",
@@ -312,7 +290,7 @@ def alerts(settings: GeneratorSettings) -> tuple[AlertDefinition, ...]:
         AlertDefinition(
             name="McpToolDefinitionTaxHigh",
             severity="warning",
-            query=_definition_tax(),
+            query=definition_tax(),
             comparison=">",
             threshold=settings.definition_budget_tokens,
             for_="15m",
@@ -347,7 +325,7 @@ def alerts(settings: GeneratorSettings) -> tuple[AlertDefinition, ...]:
             severity="warning",
             query=sum_by(
                 (names.JOB, names.SIDE, names.SKIP_REASON),
-                rate(series(names.ANALYSIS_SKIPPED_TOTAL, (_UNEXPECTED_SKIPS,)), RULE_WINDOW),
+                rate(series(names.ANALYSIS_SKIPPED_TOTAL, (UNEXPECTED_SKIPS,)), RULE_WINDOW),
             ),
             comparison=">",
             threshold=0,
@@ -384,7 +362,7 @@ def alerts(settings: GeneratorSettings) -> tuple[AlertDefinition, ...]:
         AlertDefinition(
             name="McpTokensTargetDown",
             severity="warning",
-            query=_anchored_up(),
+            query=anchored_up(),
             comparison="<",
             threshold=1,
             for_="10m",
@@ -413,114 +391,5 @@ def alerts(settings: GeneratorSettings) -> tuple[AlertDefinition, ...]:
             ),
             dashboard_uid="mcp-tokens-overview",
             panel_title="Tokens per second by server and tool",
-        ),
-    )
-
-
-def _overhead_ratio(window: str = OVERHEAD_WINDOW) -> str:
-    keep = (names.JOB, names.SIDE, names.SERVER, names.METHOD, names.TOOL)
-    response = (eq(names.DIRECTION, names.RESPONSE),)
-    overhead = sum_by(keep, rate(series(names.OVERHEAD_TOTAL, response), window))
-    payload = sum_by(keep, rate(series(f"{names.PAYLOAD}_sum", response), window))
-    return f"{overhead}\n/\n{payload}"
-
-
-def _definition_tax() -> str:
-    """Definition tokens per server; max first so replicas and scope versions count once."""
-    keep = (names.JOB, names.SIDE, names.SERVER)
-    per_tool = (
-        f"max by ({', '.join([*keep, names.TOOL])}) (max_over_time({names.TOOL_DEFINITION}[{RULE_WINDOW}]))"
-    )
-    return sum_by(keep, per_tool)
-
-
-def _anchored_up() -> str:
-    """`up` of the targets that exported mcp-tokens metrics recently (others are not ours)."""
-    target = (names.JOB, "instance")
-    anchor = f"group by (job, instance) (last_over_time({names.ANALYSIS_DURATION}_count[{TARGET_MEMORY}]))"
-    return f"max by ({', '.join(target)}) (up)\n* on (job, instance)\n{anchor}"
-
-
-def recording_rules(settings: GeneratorSettings) -> tuple[RecordingRule, ...]:
-    """Pre-aggregated series for long-range views and federation (alerts do not need them)."""
-    traffic = (names.JOB, names.SIDE, names.SERVER, names.METHOD, names.DIRECTION)
-    per_tool = (names.JOB, names.SIDE, names.SERVER, names.TOOL, names.DIRECTION)
-    tool_calls = (eq(names.METHOD, names.TOOLS_CALL),)
-    buckets = RecordingRule(
-        keep=(*per_tool, names.LE),
-        metric=f"{names.PAYLOAD}_bucket",
-        operations=f"rate{RULE_WINDOW}",
-        expr=sum_by((*per_tool, names.LE), rate(series(f"{names.PAYLOAD}_bucket", tool_calls), RULE_WINDOW)),
-    )
-    quantiles = tuple(
-        RecordingRule(
-            keep=(*per_tool, "quantile"),
-            metric=names.PAYLOAD,
-            operations="histogram_quantile",
-            expr=f"histogram_quantile({q}, {buckets.record})",
-            labels={"quantile": str(q)},
-        )
-        for q in (0.5, 0.95, 0.99)
-    )
-    budget_keep = (names.JOB, names.SIDE, names.SERVER)
-    budget_buckets = RecordingRule(
-        keep=(*budget_keep, names.LE),
-        metric=f"{names.BUDGET_UTILIZATION}_bucket",
-        operations=f"rate{RULE_WINDOW}",
-        # Either name, so the rule works whether metrics arrive by scrape or by OTLP.
-        expr=sum_by(
-            (*budget_keep, names.LE),
-            f"{rate(series(f'{names.BUDGET_UTILIZATION}_bucket'), RULE_WINDOW)}\nor "
-            f"{rate(series(f'{names.BUDGET_UTILIZATION_OTLP}_bucket'), RULE_WINDOW)}",
-        ),
-    )
-    budget_quantiles = tuple(
-        RecordingRule(
-            keep=(*budget_keep, "quantile"),
-            metric=names.BUDGET_UTILIZATION,
-            operations="histogram_quantile",
-            expr=f"histogram_quantile({q}, {budget_buckets.record})",
-            labels={"quantile": str(q)},
-        )
-        for q in (0.5, 0.9, 0.99)
-    )
-    definitions = RecordingRule(
-        keep=(names.JOB, names.SIDE, names.SERVER),
-        metric=names.TOOL_DEFINITION,
-        operations="sum",
-        expr=_definition_tax(),
-    )
-    return (
-        RecordingRule(
-            keep=traffic,
-            metric=f"{names.PAYLOAD}_sum",
-            operations=f"rate{RULE_WINDOW}",
-            expr=sum_by(traffic, rate(series(f"{names.PAYLOAD}_sum"), RULE_WINDOW)),
-        ),
-        buckets,
-        *quantiles,
-        RecordingRule(
-            keep=(names.JOB, names.SIDE, names.SERVER, names.TOOL, names.RISK),
-            metric=names.RESPONSES_TOTAL.removesuffix("_total"),
-            operations=f"rate{RULE_WINDOW}",
-            expr=sum_by(
-                (names.JOB, names.SIDE, names.SERVER, names.TOOL, names.RISK),
-                rate(series(names.RESPONSES_TOTAL, tool_calls), RULE_WINDOW),
-            ),
-        ),
-        RecordingRule(
-            keep=(names.JOB, names.SIDE, names.SERVER, names.METHOD, names.TOOL),
-            metric=f"{names.OVERHEAD_TOTAL.removesuffix('_total')}_per_{names.PAYLOAD}",
-            operations=f"ratio_rate{RULE_WINDOW}",
-            expr=_overhead_ratio(RULE_WINDOW),
-        ),
-        budget_buckets,
-        *budget_quantiles,
-        definitions,
-        RecordingRule(
-            keep=(names.JOB, names.SIDE, names.SERVER),
-            metric=f"{names.TOOL_DEFINITION}_per_context_window",
-            operations="ratio",
-            expr=f"{definitions.record}\n/ {settings.context_window}",
         ),
     )

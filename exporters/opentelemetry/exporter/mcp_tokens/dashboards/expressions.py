@@ -12,8 +12,9 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from .definitions import alerts, recording_rules
+from .definitions import alerts
 from .grafana_dashboards import dashboards
+from .recording_rules import recording_rules
 from .settings import GeneratorSettings
 
 GRAFANA_INTERVALS: Mapping[str, str] = {

@@ -10,7 +10,8 @@ from __future__ import annotations
 from typing import Any
 
 from . import yamltext
-from .definitions import AlertDefinition, RecordingRule, alerts, recording_rules
+from .definitions import AlertDefinition, alerts
+from .recording_rules import RecordingRule, recording_rules
 from .settings import GeneratorSettings
 
 ALERTS_GROUP = "mcp-tokens.alerts"

@@ -1,0 +1,54 @@
+"""The PromQL of the alerts and recording rules: fixed windows, raw metrics.
+
+Rules use fixed windows ([5m] and longer), never recording-rule outputs, so the
+Grafana-managed copy of an alert works against a Prometheus that loads none of our rules.
+"""
+
+from __future__ import annotations
+
+from . import names
+from .promql import eq, quantile, rate, series, sum_by
+
+RULE_WINDOW = "5m"
+EVENT_WINDOW = "10m"
+OVERHEAD_WINDOW = "30m"
+TARGET_MEMORY = "1d"
+"""How long a target that once exported mcp-tokens metrics is still expected to."""
+
+TOOL_LABELS = (names.JOB, names.SIDE, names.SERVER, names.TOOL)
+EXPECTED_SKIP_REASONS = ("over_max_bytes", "no_exact_tokenizer")
+"""Skip reasons that are configuration, not trouble: estimating them is the design."""
+UNEXPECTED_SKIPS = f'{names.SKIP_REASON}!~"{"|".join(EXPECTED_SKIP_REASONS)}"'
+
+
+def tool_responses() -> str:
+    """p95 response tokens per tool: above a tier's bound means > 5% of responses are past it."""
+    buckets = series(
+        f"{names.PAYLOAD}_bucket", [eq(names.DIRECTION, names.RESPONSE), eq(names.METHOD, names.TOOLS_CALL)]
+    )
+    return quantile(0.95, TOOL_LABELS, buckets, RULE_WINDOW)
+
+
+def overhead_ratio(window: str = OVERHEAD_WINDOW) -> str:
+    """Share of response tokens that carry no data, per tool (per method for listings)."""
+    keep = (names.JOB, names.SIDE, names.SERVER, names.METHOD, names.TOOL)
+    response = (eq(names.DIRECTION, names.RESPONSE),)
+    overhead = sum_by(keep, rate(series(names.OVERHEAD_TOTAL, response), window))
+    payload = sum_by(keep, rate(series(f"{names.PAYLOAD}_sum", response), window))
+    return f"{overhead}\n/\n{payload}"
+
+
+def definition_tax() -> str:
+    """Definition tokens per server; max first so replicas and scope versions count once."""
+    keep = (names.JOB, names.SIDE, names.SERVER)
+    per_tool = (
+        f"max by ({', '.join([*keep, names.TOOL])}) (max_over_time({names.TOOL_DEFINITION}[{RULE_WINDOW}]))"
+    )
+    return sum_by(keep, per_tool)
+
+
+def anchored_up() -> str:
+    """`up` of the targets that exported mcp-tokens metrics recently (others are not ours)."""
+    target = (names.JOB, "instance")
+    anchor = f"group by (job, instance) (last_over_time({names.ANALYSIS_DURATION}_count[{TARGET_MEMORY}]))"
+    return f"max by ({', '.join(target)}) (up)\n* on (job, instance)\n{anchor}"
