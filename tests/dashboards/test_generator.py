@@ -8,7 +8,13 @@ import sys
 from pathlib import Path
 
 import pytest
-from opentelemetry.exporter.mcp_tokens.dashboards import GeneratorSettings, render_all, stale_files, write_all
+from opentelemetry.exporter.mcp_tokens.dashboards import (
+    AlertTiming,
+    GeneratorSettings,
+    render_all,
+    stale_files,
+    write_all,
+)
 from opentelemetry.exporter.mcp_tokens.dashboards.__main__ import main
 from opentelemetry.instrumentation.mcp_tokens.engine.ledger import DEFAULT_CONTEXT_WINDOW, BudgetThresholds
 from opentelemetry.instrumentation.mcp_tokens.engine.risk import DEFAULT_RISK_THRESHOLDS, RiskThresholds
@@ -121,6 +127,18 @@ def test_bad_options_name_the_bad_input(
     assert exit_info.value.code == 2
     assert message in capsys.readouterr().err
     assert not any(tmp_path.iterdir())
+
+
+def test_alert_timing_reaches_rules_and_rejects_non_durations() -> None:
+    fast = render_all(GeneratorSettings(timing=AlertTiming.fast()))["prometheus/alerts.yaml"]
+    assert "for: 0s" in fast and "[30s]" in fast and "for: 10m" not in fast
+    # Recording rules keep their 5m window: their names say rate5m.
+    assert (
+        render_all(GeneratorSettings(timing=AlertTiming.fast()))["prometheus/rules.yaml"]
+        == (render_all()["prometheus/rules.yaml"])
+    )
+    with pytest.raises(ValueError, match="window must be a Prometheus duration like 5m, got '5 minutes'"):
+        AlertTiming(window="5 minutes")
 
 
 def test_settings_reject_bad_values_directly() -> None:

@@ -13,7 +13,9 @@ import pytest
 import yaml
 from opentelemetry.exporter.mcp_tokens.dashboards import GeneratorSettings, all_expressions, render_all
 from opentelemetry.exporter.mcp_tokens.dashboards.definitions import alerts
+from opentelemetry.exporter.mcp_tokens.dashboards.prometheus_rules import alert_rule, render_alerts
 from opentelemetry.exporter.mcp_tokens.dashboards.recording_rules import recording_rules
+from opentelemetry.exporter.mcp_tokens.dashboards.settings import AlertTiming
 from opentelemetry.exporter.mcp_tokens.dashboards.yamltext import dump
 from opentelemetry.instrumentation.mcp_tokens.engine.risk import RiskThresholds
 
@@ -140,3 +142,53 @@ def test_alertmanager_example_routes_critical_to_the_pager(amtool: PromtoolRunne
                 ]
             )
         )
+
+
+def _render(template: str, labels: dict[str, str], value: str) -> str:
+    """The two template forms our annotations use: {{ $labels.x }} and a printf'd $value."""
+    text = re.sub(r"\{\{ \$labels\.(\w+) \}\}", lambda m: labels[m.group(1)], template)
+    return re.sub(r"\{\{ \$value \| printf \"[^\"]+\" \}\}", value, text)
+
+
+def test_fast_timing_fires_the_critical_alert_within_seconds(
+    promtool: PromtoolRunner, tmp_path: Path
+) -> None:
+    # What a live end-to-end test uses: 1 s evaluations, no for:, a 30 s window.
+    settings = GeneratorSettings(timing=AlertTiming.fast())
+    (tmp_path / "alerts.yaml").write_text(render_alerts(settings), encoding="utf-8")
+    labels = {
+        "job": "demo",
+        "mcp_tokens_side": "server",
+        "mcp_tokens_server_name": "demo",
+        "gen_ai_tool_name": "big",
+    }
+    selector = ", ".join(f'{k}="{v}"' for k, v in labels.items())
+    selector += ', mcp_method_name="tools/call", mcp_tokens_direction="response"'
+    critical = next(a for a in alerts(settings) if a.name == "McpToolResponsesCritical")
+    annotations = alert_rule(critical, settings)["annotations"]
+    annotations["description"] = _render(annotations["description"], labels, "15965")
+    test = {
+        "rule_files": ["alerts.yaml"],
+        "evaluation_interval": "1s",
+        "tests": [
+            {
+                "interval": "1s",
+                "input_series": [
+                    {"series": f'mcp_tokens_payload_bucket{{{selector}, le="{le}"}}', "values": values}
+                    for le, values in (("8000", "0x30"), ("16384", "0+1x30"), ("+Inf", "0+1x30"))
+                ],
+                "alert_rule_test": [
+                    {"eval_time": "0s", "alertname": critical.name, "exp_alerts": []},
+                    {
+                        "eval_time": "2s",
+                        "alertname": critical.name,
+                        "exp_alerts": [
+                            {"exp_labels": {"severity": "critical", **labels}, "exp_annotations": annotations}
+                        ],
+                    },
+                ],
+            }
+        ],
+    }
+    (tmp_path / "fast.yaml").write_text(dump(test), encoding="utf-8")
+    _ok(promtool(["test", "rules", str(tmp_path / "fast.yaml")]))

@@ -15,16 +15,18 @@ window); pass the same values to both when you change them. From code::
     write_all(Path("out"), GeneratorSettings(context_window=128_000))
 
 `all_expressions()` lists every PromQL expression of every panel and rule, and
-`substitute()` fills in the dashboard variables, for checks against a live Prometheus.
+`substitute()` fills in the dashboard variables, for checks against a live Prometheus;
+``GeneratorSettings(timing=AlertTiming.fast())`` renders alerts that fire within seconds.
 """
 
 from __future__ import annotations
 
 from .expressions import PromQLExpression, all_expressions, substitute
 from .generate import render_all, stale_files, write_all
-from .settings import GeneratorSettings
+from .settings import AlertTiming, GeneratorSettings
 
 __all__ = [
+    "AlertTiming",
     "GeneratorSettings",
     "PromQLExpression",
     "all_expressions",

@@ -16,11 +16,7 @@ from typing import Literal
 from . import names
 from .promql import eq, events, number, rate, series, sum_by
 from .queries import (
-    EVENT_WINDOW,
     EXPECTED_SKIP_REASONS,
-    OVERHEAD_WINDOW,
-    RULE_WINDOW,
-    TARGET_MEMORY,
     UNEXPECTED_SKIPS,
     anchored_up,
     definition_tax,
@@ -95,25 +91,26 @@ def alerts(settings: GeneratorSettings) -> tuple[AlertDefinition, ...]:
     """Every alert, with thresholds from `settings`."""
     risk = settings.risk
     budget = settings.budget
+    t = settings.timing
     window = settings.context_window
     return (
         AlertDefinition(
             name="McpToolResponsesCritical",
             severity="critical",
-            query=tool_responses(),
+            query=tool_responses(t.window),
             comparison=">",
             threshold=risk.high,
-            for_="10m",
+            for_=t.for_("10m"),
             summary="An MCP tool returns responses in the critical risk tier.",
             description=(
                 f"The p95 response of {_WHERE_TOOL} is {_VALUE_TOKENS} tokens over the last "
-                f"{RULE_WINDOW}, above the critical threshold of {risk.high} tokens: more than one "
+                f"{t.window}, above the critical threshold of {risk.high} tokens: more than one "
                 "response in twenty can push the system prompt and earlier conversation out of "
                 "the model's context."
             ),
             meaning=(
                 f"More than 5% of this tool's responses are larger than {risk.high} tokens, the "
-                "instrumentation's critical risk tier, and have been for 10 minutes. Every such "
+                f"instrumentation's critical risk tier, and have been for {t.for_('10m')}. Every such "
                 "response lands whole in the agent's context window; a few of them crowd out the "
                 "instructions the agent was given."
             ),
@@ -130,14 +127,14 @@ def alerts(settings: GeneratorSettings) -> tuple[AlertDefinition, ...]:
         AlertDefinition(
             name="McpToolResponsesHigh",
             severity="warning",
-            query=tool_responses(),
+            query=tool_responses(t.window),
             comparison=">",
             threshold=risk.medium,
-            for_="30m",
+            for_=t.for_("30m"),
             summary="An MCP tool's responses are trending into the high risk tier.",
             description=(
                 f"The p95 response of {_WHERE_TOOL} is {_VALUE_TOKENS} tokens over the last "
-                f"{RULE_WINDOW}, above the high-tier threshold of {risk.medium} tokens for 30 minutes."
+                f"{t.window}, above the high-tier threshold of {risk.medium} tokens for {t.for_('30m')}."
             ),
             meaning=(
                 f"More than 5% of this tool's responses exceed {risk.medium} tokens (the high risk "
@@ -155,17 +152,17 @@ def alerts(settings: GeneratorSettings) -> tuple[AlertDefinition, ...]:
         AlertDefinition(
             name="McpToolOverheadHigh",
             severity="warning",
-            query=overhead_ratio(),
+            query=overhead_ratio(t.overhead_window),
             comparison=">",
             threshold=settings.overhead_share,
-            for_="1h",
+            for_=t.for_("1h"),
             summary="An MCP tool spends a large share of its response tokens on overhead.",
             description=(
                 "{{ $value | humanizePercentage }} of the response tokens of "
                 "{{ $labels.mcp_method_name }} {{ $labels.gen_ai_tool_name }} on MCP server "
                 "{{ $labels.mcp_tokens_server_name }} ({{ $labels.mcp_tokens_side }} side, job "
                 f"{{{{ $labels.job }}}}) carry no data (indentation, duplicated content), over the last "
-                f"{OVERHEAD_WINDOW}; the threshold is {_percent(settings.overhead_share)}."
+                f"{t.overhead_window}; the threshold is {_percent(settings.overhead_share)}."
             ),
             meaning=(
                 "Overhead tokens are tokens the model reads without learning anything: JSON "
@@ -188,17 +185,17 @@ def alerts(settings: GeneratorSettings) -> tuple[AlertDefinition, ...]:
                 names.PADDING_DETECTIONS_TOTAL,
                 (),
                 (names.JOB, names.SIDE, names.METHOD, names.TOOL, names.PADDING_REASON),
-                EVENT_WINDOW,
+                t.event_window,
             ),
             comparison=">",
             threshold=0,
-            for_="1m",
+            for_=t.for_("1m"),
             summary="An MCP payload contains adversarial padding.",
             description=(
                 f"{_VALUE_TOKENS} padding finding(s) of kind {{{{ $labels.mcp_tokens_padding_reason }}}} "
                 "in {{ $labels.mcp_method_name }} payloads of tool {{ $labels.gen_ai_tool_name }} "
                 "({{ $labels.mcp_tokens_side }} side, job {{ $labels.job }}) "
-                f"in the last {EVENT_WINDOW}."
+                f"in the last {t.event_window}."
             ),
             meaning=(
                 "A payload contains content built to fill a model's context rather than to inform "
@@ -227,16 +224,16 @@ def alerts(settings: GeneratorSettings) -> tuple[AlertDefinition, ...]:
                 names.BUDGET_CROSSINGS_TOTAL,
                 (eq(names.BUDGET_LEVEL, "critical"),),
                 (names.JOB, names.SIDE),
-                EVENT_WINDOW,
+                t.event_window,
             ),
             comparison=">",
             threshold=0,
-            for_="1m",
+            for_=t.for_("1m"),
             summary="MCP traffic has filled a context window to the critical level.",
             description=(
                 f"{_VALUE_TOKENS} budget scope(s) on the {{{{ $labels.mcp_tokens_side }}}} side of job "
                 f"{{{{ $labels.job }}}} reached {_percent(budget.critical)} of their context window in the "
-                f"last {EVENT_WINDOW}."
+                f"last {t.event_window}."
             ),
             meaning=(
                 f"A budget scope (a conversation, or a client session by default) has put MCP "
@@ -264,16 +261,16 @@ def alerts(settings: GeneratorSettings) -> tuple[AlertDefinition, ...]:
                 names.BUDGET_CROSSINGS_TOTAL,
                 (eq(names.BUDGET_LEVEL, "warning"),),
                 (names.JOB, names.SIDE),
-                EVENT_WINDOW,
+                t.event_window,
             ),
             comparison=">",
             threshold=0,
-            for_="1m",
+            for_=t.for_("1m"),
             summary="MCP traffic has filled a context window to the warning level.",
             description=(
                 f"{_VALUE_TOKENS} budget scope(s) on the {{{{ $labels.mcp_tokens_side }}}} side of job "
                 f"{{{{ $labels.job }}}} reached {_percent(budget.warning)} of their context window in the "
-                f"last {EVENT_WINDOW}."
+                f"last {t.event_window}."
             ),
             meaning=(
                 f"A budget scope passed {_percent(budget.warning)} of its context window. Nothing is "
@@ -290,10 +287,10 @@ def alerts(settings: GeneratorSettings) -> tuple[AlertDefinition, ...]:
         AlertDefinition(
             name="McpToolDefinitionTaxHigh",
             severity="warning",
-            query=definition_tax(),
+            query=definition_tax(t.window),
             comparison=">",
             threshold=settings.definition_budget_tokens,
-            for_="15m",
+            for_=t.for_("15m"),
             summary="An MCP server's tool definitions alone take a large share of the context window.",
             description=(
                 "The tool definitions of MCP server {{ $labels.mcp_tokens_server_name }} "
@@ -325,15 +322,15 @@ def alerts(settings: GeneratorSettings) -> tuple[AlertDefinition, ...]:
             severity="warning",
             query=sum_by(
                 (names.JOB, names.SIDE, names.SKIP_REASON),
-                rate(series(names.ANALYSIS_SKIPPED_TOTAL, (UNEXPECTED_SKIPS,)), RULE_WINDOW),
+                rate(series(names.ANALYSIS_SKIPPED_TOTAL, (UNEXPECTED_SKIPS,)), t.window),
             ),
             comparison=">",
             threshold=0,
-            for_="15m",
+            for_=t.for_("15m"),
             summary="The mcp-tokens instrumentation skips payloads instead of counting them.",
             description=(
                 "The instrumentation in job {{ $labels.job }} ({{ $labels.mcp_tokens_side }} side) "
-                'has skipped {{ $value | printf "%.2f" }} payloads per second for 15 minutes, '
+                f'has skipped {{{{ $value | printf "%.2f" }}}} payloads per second for {t.for_("15m")}, '
                 "reason {{ $labels.mcp_tokens_skip_reason }}; token metrics of that job undercount."
             ),
             meaning=(
@@ -362,15 +359,15 @@ def alerts(settings: GeneratorSettings) -> tuple[AlertDefinition, ...]:
         AlertDefinition(
             name="McpTokensTargetDown",
             severity="warning",
-            query=anchored_up(),
+            query=anchored_up(t.target_memory),
             comparison="<",
             threshold=1,
-            for_="10m",
+            for_=t.for_("10m"),
             summary="Prometheus cannot scrape a process that exported MCP token metrics.",
             description=(
                 "Target {{ $labels.instance }} of job {{ $labels.job }} exported mcp-tokens metrics "
-                f"in the last {TARGET_MEMORY} but its scrapes have failed for 10 minutes: its dashboards "
-                "are empty and its token alerts cannot fire."
+                f"in the last {t.target_memory} but its scrapes have failed for {t.for_('10m')}: its "
+                "dashboards are empty and its token alerts cannot fire."
             ),
             meaning=(
                 "The target is still in service discovery, so Prometheus tries to scrape it, but "

@@ -10,10 +10,7 @@ from . import names
 from .promql import eq, quantile, rate, series, sum_by
 
 RULE_WINDOW = "5m"
-EVENT_WINDOW = "10m"
-OVERHEAD_WINDOW = "30m"
-TARGET_MEMORY = "1d"
-"""How long a target that once exported mcp-tokens metrics is still expected to."""
+"""The recording rules' window (their names say rate5m); alerts take theirs from AlertTiming."""
 
 TOOL_LABELS = (names.JOB, names.SIDE, names.SERVER, names.TOOL)
 EXPECTED_SKIP_REASONS = ("over_max_bytes", "no_exact_tokenizer")
@@ -21,15 +18,15 @@ EXPECTED_SKIP_REASONS = ("over_max_bytes", "no_exact_tokenizer")
 UNEXPECTED_SKIPS = f'{names.SKIP_REASON}!~"{"|".join(EXPECTED_SKIP_REASONS)}"'
 
 
-def tool_responses() -> str:
+def tool_responses(window: str) -> str:
     """p95 response tokens per tool: above a tier's bound means > 5% of responses are past it."""
     buckets = series(
         f"{names.PAYLOAD}_bucket", [eq(names.DIRECTION, names.RESPONSE), eq(names.METHOD, names.TOOLS_CALL)]
     )
-    return quantile(0.95, TOOL_LABELS, buckets, RULE_WINDOW)
+    return quantile(0.95, TOOL_LABELS, buckets, window)
 
 
-def overhead_ratio(window: str = OVERHEAD_WINDOW) -> str:
+def overhead_ratio(window: str) -> str:
     """Share of response tokens that carry no data, per tool (per method for listings)."""
     keep = (names.JOB, names.SIDE, names.SERVER, names.METHOD, names.TOOL)
     response = (eq(names.DIRECTION, names.RESPONSE),)
@@ -38,17 +35,15 @@ def overhead_ratio(window: str = OVERHEAD_WINDOW) -> str:
     return f"{overhead}\n/\n{payload}"
 
 
-def definition_tax() -> str:
+def definition_tax(window: str) -> str:
     """Definition tokens per server; max first so replicas and scope versions count once."""
     keep = (names.JOB, names.SIDE, names.SERVER)
-    per_tool = (
-        f"max by ({', '.join([*keep, names.TOOL])}) (max_over_time({names.TOOL_DEFINITION}[{RULE_WINDOW}]))"
-    )
+    per_tool = f"max by ({', '.join([*keep, names.TOOL])}) (max_over_time({names.TOOL_DEFINITION}[{window}]))"
     return sum_by(keep, per_tool)
 
 
-def anchored_up() -> str:
+def anchored_up(memory: str) -> str:
     """`up` of the targets that exported mcp-tokens metrics recently (others are not ours)."""
     target = (names.JOB, "instance")
-    anchor = f"group by (job, instance) (last_over_time({names.ANALYSIS_DURATION}_count[{TARGET_MEMORY}]))"
+    anchor = f"group by (job, instance) (last_over_time({names.ANALYSIS_DURATION}_count[{memory}]))"
     return f"max by ({', '.join(target)}) (up)\n* on (job, instance)\n{anchor}"

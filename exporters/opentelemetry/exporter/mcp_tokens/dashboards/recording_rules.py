@@ -76,7 +76,7 @@ def recording_rules(settings: GeneratorSettings) -> tuple[RecordingRule, ...]:
         keep=(names.JOB, names.SIDE, names.SERVER),
         metric=names.TOOL_DEFINITION,
         operations="sum",
-        expr=definition_tax(),
+        expr=definition_tax(RULE_WINDOW),
     )
     return (
         RecordingRule(

@@ -10,6 +10,7 @@ labels ``critical``. Change both together: run the instrumentation with
 from __future__ import annotations
 
 import math
+import re
 from dataclasses import dataclass, field
 
 from opentelemetry.instrumentation.mcp_tokens.engine.ledger import (
@@ -27,6 +28,44 @@ DEFAULT_RUNBOOK_URL = "dashboards/runbook.md"
 """Where alerts point; pass the URL of a hosted copy (e.g. on your Git forge) to link it."""
 
 
+_DURATION = re.compile(r"[0-9]+(ms|s|m|h|d|w|y)")
+
+
+@dataclass(frozen=True)
+class AlertTiming:
+    """Windows and ``for:`` durations of the alerts.
+
+    The defaults are for production. An end-to-end test that wants to see an alert fire
+    within seconds uses `AlertTiming.fast()`; the committed files always use the defaults.
+    """
+
+    window: str = "5m"
+    """rate() window of the rate-based alerts."""
+    event_window: str = "10m"
+    """How long one padding finding or budget crossing keeps its alert firing."""
+    overhead_window: str = "30m"
+    target_memory: str = "1d"
+    """How long a target that once exported mcp-tokens metrics is still expected to."""
+    for_override: str | None = None
+    """Replaces every alert's ``for:`` (e.g. ``"0s"``)."""
+
+    def __post_init__(self) -> None:
+        for name in ("window", "event_window", "overhead_window", "target_memory", "for_override"):
+            value = getattr(self, name)
+            if value is not None and not _DURATION.fullmatch(value):
+                raise ValueError(f"{name} must be a Prometheus duration like 5m, got {value!r}")
+
+    def for_(self, default: str) -> str:
+        return self.for_override or default
+
+    @classmethod
+    def fast(cls) -> AlertTiming:
+        """Short windows and no ``for:``, for a live test with a 1 s scrape interval."""
+        return cls(
+            window="30s", event_window="1m", overhead_window="1m", target_memory="1h", for_override="0s"
+        )
+
+
 @dataclass(frozen=True)
 class GeneratorSettings:
     """Every knob of the generated files; the defaults match the instrumentation's."""
@@ -37,6 +76,7 @@ class GeneratorSettings:
     definition_share: float = DEFAULT_DEFINITION_SHARE
     overhead_share: float = DEFAULT_OVERHEAD_SHARE
     runbook_url: str = DEFAULT_RUNBOOK_URL
+    timing: AlertTiming = field(default_factory=AlertTiming)
 
     def __post_init__(self) -> None:
         if isinstance(self.context_window, bool) or self.context_window <= 0:
