@@ -13,10 +13,10 @@ Each block is charged to at most one kind, in this order of precedence:
   content is counted once.
 - formatting: a JSON text block's tokens minus those of its compact form
   (`separators=(",", ":")`, `ensure_ascii=False`). Blocks up to `FULL_FORMAT_CHARS`
-  are parsed and re-serialised exactly. Larger blocks are not parsed: the insignificant
-  whitespace of their first `FORMAT_SAMPLE_CHARS` characters is stripped, both forms of
-  that sample are counted, and the block's overhead is its token count times the
-  sample's saving ratio. This keeps the cost of a 1 MB block to two 64 KiB counts
+  are parsed and re-serialised exactly. Larger blocks are not parsed: four evenly spaced
+  windows of whole lines (`FORMAT_SAMPLE_CHARS` in all) have their insignificant
+  whitespace stripped, both forms of that sample are counted, and the block's overhead is
+  its token count times the sample's saving ratio. This keeps the cost of a 1 MB block to two 64 KiB counts
   instead of a second full count.
 """
 
@@ -33,6 +33,7 @@ from .blocks import Block, BlockType, compact_json
 MARKER_SCAN_CHARS = 64 << 10
 FULL_FORMAT_CHARS = 64 << 10
 FORMAT_SAMPLE_CHARS = 64 << 10
+FORMAT_SAMPLE_WINDOWS = 4
 
 _TEXT_TYPES = frozenset({BlockType.TEXT, BlockType.RESOURCE})
 # A JSON string literal (kept), or a run of whitespace outside one (dropped).
@@ -126,7 +127,7 @@ class _PayloadScan:
                 return 0
             compact = compact_json(value)
             return max(0, tokens - self._count(compact)) if compact != text else 0
-        sample = _sample_prefix(text)
+        sample = _sample_windows(text)
         compact_sample = strip_json_whitespace(sample)
         if compact_sample == sample:
             return 0
@@ -147,11 +148,26 @@ def strip_json_whitespace(text: str) -> str:
     return _STRING_OR_SPACE.sub(lambda match: match.group(1) or "", text)
 
 
-def _sample_prefix(text: str) -> str:
-    """The first FORMAT_SAMPLE_CHARS characters, ending at a line break when there is one."""
-    sample = text[:FORMAT_SAMPLE_CHARS]
-    cut = sample.rfind("\n")
-    return sample[: cut + 1] if cut > FORMAT_SAMPLE_CHARS // 2 else sample
+def _sample_windows(text: str) -> str:
+    """`FORMAT_SAMPLE_WINDOWS` evenly spaced runs of whole lines, about FORMAT_SAMPLE_CHARS in all.
+
+    A pretty-printer never breaks a line inside a string literal, so a window that starts
+    after a line break starts outside any string and can be compacted on its own. Spreading
+    the windows keeps the estimate honest when records change shape along the document.
+    """
+    width = FORMAT_SAMPLE_CHARS // FORMAT_SAMPLE_WINDOWS
+    step = len(text) // FORMAT_SAMPLE_WINDOWS
+    windows = []
+    for index in range(FORMAT_SAMPLE_WINDOWS):
+        start = index * step
+        if start:
+            start = text.find("\n", start, start + width) + 1
+            if start == 0:
+                continue
+        window = text[start : start + width]
+        cut = window.rfind("\n")
+        windows.append(window[: cut + 1] if cut > 0 else window)
+    return "".join(windows)
 
 
 class _NotJson:
