@@ -65,6 +65,10 @@ class Exchange:
     end_span: bool = False
     # Semconv attributes for the duration metric (protocol version, transport, ...).
     metric_attributes: dict[str, AttributeValue] = field(default_factory=dict)
+    # Which operation-duration histogram applies when it differs from `side`: semconv
+    # measures a request on its sender as a client operation, so a server's own
+    # sampling/createMessage request is CLIENT here (and the client's answer SERVER).
+    operation_side: Side | None = None
 
     def finish(self, response: object = None, error_type: str | None = None) -> None:
         self.end_ns = time.time_ns()

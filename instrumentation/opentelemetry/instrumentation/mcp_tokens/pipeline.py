@@ -22,7 +22,7 @@ from .engine.analysis import Analysis, Analyzer, AnalyzerOptions, PayloadKind
 from .engine.ledger import BudgetLedger, BudgetSnapshot
 from .engine.tokenizer import TokenCounter, TokenizerLoader, TokenizerSpec
 from .exchange import BUDGETED_METHODS, Exchange
-from .labels import ServerLabels
+from .labels import LabelFolder, ServerLabels
 from .telemetry import Instruments, Outcome, Recorder
 from .worker import AnalysisWorker
 
@@ -117,6 +117,7 @@ class Pipeline:
             request=request,
             response=response,
             budget=budget,
+            definitions=_folded_definitions(response, targets) if exchange.method == "tools/list" else None,
             analysis_s=time.perf_counter() - started,
         )
 
@@ -167,6 +168,17 @@ class Pipeline:
             _logger.debug("mcp-tokens could not record a skipped exchange", exc_info=True)
         finally:
             _end_span(exchange)
+
+
+def _folded_definitions(response: Analysis | None, targets: LabelFolder) -> dict[str, int] | None:
+    """Definition tokens per tool label; tools folded into `_OTHER` add up there."""
+    if response is None:
+        return None
+    definitions: dict[str, int] = {}
+    for name, tokens in response.tool_definitions:
+        label = targets.fold(name)
+        definitions[label] = definitions.get(label, 0) + tokens
+    return definitions
 
 
 def _analyse_part(analyzer: Analyzer, kind: PayloadKind | None, payload: object) -> Analysis | None:

@@ -28,6 +28,8 @@ NETWORK_PROTOCOL_NAME: Final = "network.protocol.name"
 NETWORK_PROTOCOL_VERSION: Final = "network.protocol.version"
 SERVER_ADDRESS: Final = "server.address"
 SERVER_PORT: Final = "server.port"
+CLIENT_ADDRESS: Final = "client.address"
+CLIENT_PORT: Final = "client.port"
 
 GEN_AI_OPERATION_EXECUTE_TOOL: Final = "execute_tool"
 ERROR_TYPE_TOOL_ERROR: Final = "tool_error"

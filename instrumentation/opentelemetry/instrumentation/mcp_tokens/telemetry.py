@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Mapping
 from dataclasses import dataclass
 
@@ -27,6 +28,8 @@ class Outcome:
     request: Analysis | None = None
     response: Analysis | None = None
     budget: BudgetSnapshot | None = None
+    # tools/list only: definition tokens per (folded) tool label.
+    definitions: dict[str, int] | None = None
     analysis_s: float = 0.0
 
 
@@ -111,13 +114,15 @@ class Recorder:
         self._instruments = instruments
         self._capture_content = capture_content
         self._content_max_chars = content_max_chars
+        # Tool labels of each (side, server)'s latest listing; bounded by label folding.
+        self._listed: dict[tuple[str, str], set[str]] = {}
+        self._lock = threading.Lock()
 
     # --- metrics ------------------------------------------------------------------------
     def record_duration(self, exchange: Exchange, attributes: Mapping[str, AttributeValue]) -> None:
+        side = exchange.operation_side or exchange.side
         histogram = (
-            self._instruments.client_duration
-            if exchange.side is Side.CLIENT
-            else self._instruments.server_duration
+            self._instruments.client_duration if side is Side.CLIENT else self._instruments.server_duration
         )
         histogram.record(exchange.duration_s, attributes)
 
@@ -156,17 +161,26 @@ class Recorder:
         ):
             if analysis is not None:
                 self._record_analysis(analysis, {**base, semconv.DIRECTION: direction})
-        if outcome.response is not None and exchange.method == "tools/list":
-            for name, tokens in outcome.response.tool_definitions:
-                self._instruments.tool_definition.set(
-                    tokens,
-                    {semconv.SIDE: side, semconv.SERVER_NAME: outcome.server, semconv.GEN_AI_TOOL_NAME: name},
-                )
+        if outcome.definitions is not None:
+            self._record_definitions(side, outcome.server, outcome.definitions)
         if outcome.budget is not None:
             self._record_budget(outcome.budget, side, outcome.server)
         self._instruments.analysis_duration.record(
             outcome.analysis_s, {semconv.SIDE: side, semconv.MCP_METHOD_NAME: exchange.method}
         )
+
+    def _record_definitions(self, side: str, server: str, definitions: dict[str, int]) -> None:
+        # A gauge series cannot be deleted: a tool that left the listing is set to 0 so the
+        # server's definition tax (a sum over tools) stays true.
+        with self._lock:
+            previous = self._listed.get((side, server), set())
+            self._listed[(side, server)] = set(definitions)
+        for name in previous - set(definitions):
+            definitions = {**definitions, name: 0}
+        for name, tokens in definitions.items():
+            self._instruments.tool_definition.set(
+                tokens, {semconv.SIDE: side, semconv.SERVER_NAME: server, semconv.GEN_AI_TOOL_NAME: name}
+            )
 
     def _record_analysis(self, analysis: Analysis, attributes: dict[str, AttributeValue]) -> None:
         attributes[semconv.TOKENS_ENCODING] = analysis.encoding
