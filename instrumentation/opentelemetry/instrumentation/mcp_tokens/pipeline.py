@@ -21,7 +21,7 @@ from .config import Settings
 from .engine.analysis import Analysis, Analyzer, AnalyzerOptions, PayloadKind
 from .engine.ledger import BudgetLedger, BudgetSnapshot
 from .engine.tokenizer import TokenCounter, TokenizerLoader, TokenizerSpec
-from .exchange import BUDGETED_METHODS, Exchange
+from .exchange import BUDGETED_METHODS, Exchange, Side
 from .labels import LabelFolder, ServerLabels
 from .telemetry import Instruments, Outcome, Recorder
 from .worker import AnalysisWorker
@@ -41,12 +41,17 @@ class Pipeline:
         self.loader = TokenizerLoader(
             TokenizerSpec(settings.encoding, settings.tokenizer_file, settings.tokenizer_pattern)
         )
-        self.ledger = BudgetLedger(
-            context_window=settings.context_window,
-            thresholds=settings.budget_thresholds,
-            max_scopes=settings.max_scopes,
-            idle_ttl=settings.scope_idle_ttl,
-        )
+        # One ledger per side: a process that is both the client and the server of a
+        # session (in-memory transports) must not charge one scope twice.
+        self.ledgers = {
+            side: BudgetLedger(
+                context_window=settings.context_window,
+                thresholds=settings.budget_thresholds,
+                max_scopes=settings.max_scopes,
+                idle_ttl=settings.scope_idle_ttl,
+            )
+            for side in Side
+        }
         self.labels = ServerLabels(settings.max_label_values)
         self.recorder = Recorder(
             Instruments(meter),
@@ -128,10 +133,11 @@ class Pipeline:
         if ref is None or exchange.method not in BUDGETED_METHODS:
             return None
         window = ref.context_window
+        ledger = self.ledgers[exchange.side]
         if exchange.method == "tools/list" and response is not None:
-            return self.ledger.set_definitions(ref.key, server, response.tokens, context_window=window)
+            return ledger.set_definitions(ref.key, server, response.tokens, context_window=window)
         tokens = sum(a.tokens for a in (request, response) if a is not None)
-        return self.ledger.add(ref.key, tokens, context_window=window)
+        return ledger.add(ref.key, tokens, context_window=window)
 
     def _record_estimates(self, exchange: Exchange, analysis: Analysis) -> None:
         if analysis.exact:

@@ -1,0 +1,93 @@
+"""Patches for the MCP Python SDK 1.x (1.23 and later), client and server side.
+
+mcp 1.x emits no spans, so this module creates them per the MCP semantic conventions:
+CLIENT spans for requests this process sends (`v1_client`) and SERVER spans for requests it
+receives (`v1_server`), with W3C trace context and baggage in `params._meta`
+(`propagation`). Every exchange carries the wire JSON to the pipeline, which counts it
+off the caller's path. Session durations come from `v1_sessions`, network attributes and
+transport session ids from `transports`. FastMCP (bundled) and standalone fastmcp 3 sit
+on the same SDK classes and are covered by the same patches.
+
+Patch points (mcp 1.30.0 line numbers):
+- `mcp.shared.session.BaseSession.send_request` (shared/session.py:240), `._handle_response`
+  (:481), `.__aenter__`/`.__aexit__`, `RequestResponder.respond` (:119);
+- `mcp.server.lowlevel.server.Server._handle_request` (server/lowlevel/server.py:725);
+- `mcp.server.session.ServerSession._received_request` (server/session.py:175),
+  `mcp.client.session.ClientSession._received_request` (client/session.py:570);
+- transports: `mcp.client.stdio.stdio_client`, `mcp.client.sse.sse_client`,
+  `mcp.client.streamable_http.StreamableHTTPTransport.post_writer` (:542),
+  `mcp.server.stdio.stdio_server`, `mcp.server.sse.SseServerTransport.connect_sse`,
+  `mcp.server.streamable_http.StreamableHTTPServerTransport.connect` (:1023).
+"""
+
+from __future__ import annotations
+
+import logging
+
+from opentelemetry.instrumentation.mcp_tokens.pipeline import Pipeline
+from opentelemetry.trace import Tracer
+
+from . import MIN_V1, installed_mcp_version
+from .transports import TransportPatches, TransportRegistry
+from .v1_client import OutgoingRequests
+from .v1_sdk import SdkV1, load_sdk
+from .v1_server import IncomingRequests
+from .v1_sessions import SessionTracker
+from .wrapping import PatchSet
+
+_logger = logging.getLogger(__name__)
+
+
+class McpV1Patcher:
+    """Applies and removes every mcp 1.x patch; see the module docstring for the list."""
+
+    def __init__(self, pipeline: Pipeline, tracer: Tracer) -> None:
+        self._pipeline = pipeline
+        self._tracer = tracer
+        self._patches = PatchSet()
+        # Wrappers can outlive unpatch() where other code captured them (a module that
+        # imported a wrapped function by name, a bound method kept by fastmcp): they check
+        # this switch and pass straight through once it is off.
+        self._on = False
+
+    def is_on(self) -> bool:
+        return self._on
+
+    def patch(self) -> None:
+        version = installed_mcp_version()
+        if version is None or version[0] != 1 or version < MIN_V1:
+            raise RuntimeError(
+                f"mcp-tokens' 1.x patches need mcp >= {MIN_V1[0]}.{MIN_V1[1]}, < 2; found mcp {version}"
+            )
+        sdk = load_sdk()
+        try:
+            self._apply(sdk)
+        except BaseException:
+            self._patches.restore()
+            raise
+        self._on = True
+
+    def unpatch(self) -> None:
+        self._on = False
+        self._patches.restore()
+
+    def _apply(self, sdk: SdkV1) -> None:
+        registry = TransportRegistry()
+        sessions = SessionTracker(self._pipeline, sdk, registry, self.is_on)
+        outgoing = OutgoingRequests(self._pipeline, self._tracer, sdk, sessions, self.is_on)
+        incoming = IncomingRequests(self._pipeline, self._tracer, sdk, sessions, self.is_on)
+        patches = self._patches
+        patches.wrap(sdk.BaseSession, "send_request", outgoing.send_request)
+        patches.wrap(sdk.BaseSession, "_handle_response", outgoing.handle_response)
+        patches.wrap(sdk.BaseSession, "__aenter__", sessions.enter)
+        patches.wrap(sdk.BaseSession, "__aexit__", sessions.exit)
+        patches.wrap(sdk.RequestResponder, "respond", incoming.respond)
+        patches.wrap(sdk.Server, "_handle_request", incoming.handle_request)
+        patches.wrap(sdk.ServerSession, "_received_request", incoming.server_received_request)
+        patches.wrap(sdk.ClientSession, "_received_request", incoming.client_received_request)
+        TransportPatches(registry, self.is_on).apply(patches, sdk)
+        _logger.debug("mcp-tokens applied %d mcp 1.x patches", len(patches))
+
+    @property
+    def patch_count(self) -> int:
+        return len(self._patches)
