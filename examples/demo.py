@@ -33,7 +33,7 @@ from .processes import HOST, Child, free_port, prometheus_env, read_marked_line,
 
 STARTUP_TIMEOUT_S = 30.0
 CLIENT_TIMEOUT_S = 90.0
-METRICS_TIMEOUT_S = 15.0
+METRICS_TIMEOUT_S = 30.0
 CLIENT_LINGER_S = 120.0
 SERVER_SERVICE = "mcp-tokens-demo-server"
 CLIENT_SERVICE = "mcp-tokens-demo-client"

@@ -8,9 +8,9 @@ started once, before the instrumented processes). It scrapes four jobs:
   critical tool and a healthy tool every 0.5 s, so rate-based alerts have data.
 - `exact-server` / `exact-client`: exactly the calls of `expected.EXACT_CALLS`, once.
 
-It loads the committed recording rules and a test copy of the committed alert rules with
-every `for:` set to 0s (the generator has no option for that), and sends alerts to a real
-Alertmanager that posts to a webhook in this process.
+It loads the committed recording rules and the committed alert rules rendered with every
+`for:` at 0s (`AlertTiming(for_override="0s")`), and sends alerts to a real Alertmanager
+that posts to a webhook in this process.
 """
 
 from __future__ import annotations
@@ -29,6 +29,9 @@ import yaml  # type: ignore[import-untyped]
 _REPO_ROOT = Path(__file__).resolve().parents[2]
 if str(_REPO_ROOT) not in sys.path:
     sys.path.insert(0, str(_REPO_ROOT))
+
+from opentelemetry.exporter.mcp_tokens.dashboards import AlertTiming, GeneratorSettings  # noqa: E402
+from opentelemetry.exporter.mcp_tokens.dashboards.prometheus_rules import render_alerts  # noqa: E402
 
 from examples import demo_content  # noqa: E402
 from examples.demo_client import MARKER  # noqa: E402
@@ -85,15 +88,19 @@ def monitoring_binaries() -> tuple[str, str]:
     return prometheus, alertmanager
 
 
-def fast_alert_rules(source: Path, target: Path) -> Path:
-    """A copy of the committed alert rules with every `for:` at 0s, so a test sees them fire."""
-    document = yaml.safe_load(source.read_text(encoding="utf-8"))
-    for group in document["groups"]:
-        group["interval"] = "1s"
-        for rule in group["rules"]:
-            if "alert" in rule:
-                rule["for"] = "0s"
-    target.write_text(yaml.safe_dump(document, sort_keys=False), encoding="utf-8")
+def fast_alert_rules(target: Path) -> Path:
+    """The committed alert rules as the generator renders them with every `for:` at 0s, so a
+    test sees them fire within seconds. Windows and thresholds stay the committed ones."""
+    text = render_alerts(GeneratorSettings(timing=AlertTiming(for_override="0s")))
+
+    def essentials(document: dict[str, Any]) -> list[tuple[str, str, dict[str, str]]]:
+        # Names, expressions and labels; `for:` and the text quoting it are what differ.
+        rules = [rule for group in document["groups"] for rule in group["rules"]]
+        return [(rule["alert"], rule["expr"], rule.get("labels", {})) for rule in rules]
+
+    if essentials(yaml.safe_load(text)) != essentials(yaml.safe_load(ALERTS.read_text(encoding="utf-8"))):
+        pytest.fail(f"{ALERTS} is not what the generator renders: regenerate dashboards/ first")
+    target.write_text(text, encoding="utf-8")
     return target
 
 
@@ -136,7 +143,7 @@ def demo_stack(
     metrics_ports = {
         job: free_port() for job in ("demo-server", "demo-client", "exact-server", "exact-client")
     }
-    rule_files = [RULES, fast_alert_rules(ALERTS, workdir / "alerts-for-0s.yaml")]
+    rule_files = [RULES, fast_alert_rules(workdir / "alerts-for-0s.yaml")]
     children: dict[str, Child] = {}
     with (
         running_webhook() as webhook,

@@ -80,9 +80,10 @@ def test_demo_prints_real_numbers_and_stops_everything(tmp_path: Path) -> None:
     require_sdk_configurator()
     result = demo.run(tmp_path)
     output = demo.render(result)
-    assert result.client_report["errors"] == []
-    assert demo.has_token_series(result.server_metrics)
-    assert demo.has_token_series(result.client_metrics)
+    logs = {log.name: log.read_text(errors="replace")[-3000:] for log in tmp_path.glob("*.log")}
+    assert result.client_report["errors"] == [], logs
+    assert demo.has_token_series(result.server_metrics), logs
+    assert demo.has_token_series(result.client_metrics), logs
     calls = result.client_report["calls"]
     assert isinstance(calls, dict)
     for side in ("server", "client"):
