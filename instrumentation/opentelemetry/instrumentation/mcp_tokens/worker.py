@@ -49,6 +49,7 @@ class AnalysisWorker:
             self._thread.start()
 
     def submit(self, exchange: Exchange) -> None:
+        handled = False  # queued, or handed to on_overflow: exactly one of the two, once
         try:
             weight = payload_chars(exchange.request) + payload_chars(exchange.response)
             with self._condition:
@@ -59,12 +60,23 @@ class AnalysisWorker:
                 )
                 if accepted:
                     self._queue.append((exchange, weight))
+                    handled = True
                     self._pending_chars += weight
                     self._condition.notify()
             if not accepted:
+                handled = True
                 self._on_overflow(exchange)
         except Exception:  # the caller's MCP call must never see our failure
             _logger.debug("mcp-tokens could not queue an exchange", exc_info=True)
+            if not handled:
+                self._drop(exchange)
+
+    def _drop(self, exchange: Exchange) -> None:
+        """An exchange we failed to queue still goes to `on_overflow`, which ends its span."""
+        try:
+            self._on_overflow(exchange)
+        except Exception:
+            _logger.debug("mcp-tokens could not drop an exchange", exc_info=True)
 
     def drain(self, timeout: float | None = None) -> bool:
         """Wait until every queued exchange is processed; False on timeout."""

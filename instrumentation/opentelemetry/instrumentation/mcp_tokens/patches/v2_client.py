@@ -1,0 +1,287 @@
+"""mcp 2.x client side: one `Exchange` per request a dispatcher sends, on one CLIENT span.
+
+Every request a 2.x peer sends goes through its dispatcher's `send_raw_request`, which
+returns the raw wire result dict: `JSONRPCDispatcher` for every stream transport,
+`DirectDispatcher` for the in-process 2026-07-28 path. Wrapping those (rather than the
+`ClientSession.send_request` funnel) also covers `send_discover`, which bypasses the
+funnel, and the server's own requests to its client (sampling/createMessage), which the
+server's dispatcher sends. Results stay on the wrapper's call object, never in a context
+variable alone (in memory the server runs in the client's context); a ClientSession is
+found from its dispatcher, registered when the session is built.
+
+Spans: `JSONRPCDispatcher` opens `MCP send {method} {target}` through the module global
+`otel_span`; while our wrapper runs, our replacement opens that very span with
+`end_on_exit=False` (adoption), and the call renames it to the semconv name, adds what the
+SDK misses and hands it to the pipeline. `DirectDispatcher` has no span: we open the
+CLIENT span and inject `traceparent`/`baggage` into a copy of `params._meta`, as the
+JSON-RPC path does. The requests the client answers are in `v2_answers`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import time
+import weakref
+from collections.abc import Callable, Iterator
+from contextvars import ContextVar
+from typing import Any
+from weakref import WeakKeyDictionary
+
+from opentelemetry import trace
+from opentelemetry.instrumentation.mcp_tokens import semconv
+from opentelemetry.instrumentation.mcp_tokens.exchange import BudgetRef, Exchange, Side
+from opentelemetry.instrumentation.mcp_tokens.pipeline import Pipeline
+from opentelemetry.trace import Span, SpanKind, Tracer
+from opentelemetry.util.types import AttributeValue
+
+from .propagation import explicit_budget_scope, inject_meta
+from .v2_answers import AnswerHooks
+from .v2_client_call import ClientCall, Reporter, SessionInfo, current, server_name_of
+from .v2_common import (
+    as_mapping,
+    import_optional,
+    meta_of,
+    protocol_version_in,
+    reset_quietly,
+    safely,
+    target_of,
+)
+from .v2_server_call import current_server_call
+from .v2_spans import Handoff, end_quietly
+from .v2_transport import CLIENT_TRANSPORT, NO_TRANSPORT
+from .wrapping import PatchSet
+
+_logger = logging.getLogger(__name__)
+
+Wrapped = Callable[..., Any]
+
+# The call whose `send_raw_request` is running in this context, until the SDK opens its span.
+_PENDING: ContextVar[ClientCall | None] = ContextVar("mcp_tokens_v2_client_call", default=None)
+
+
+class ClientHooks:
+    def __init__(
+        self, pipeline: Pipeline, tracer: Tracer, modern_versions: frozenset[str], mcp_error: Any
+    ) -> None:
+        self._pipeline = pipeline
+        self._modern_versions = modern_versions
+        self._reporter = Reporter(pipeline, tracer, mcp_error)
+        self._sessions: WeakKeyDictionary[Any, SessionInfo] = WeakKeyDictionary()
+        self._dispatchers: WeakKeyDictionary[Any, SessionInfo] = WeakKeyDictionary()
+        self._answers = AnswerHooks(self._reporter, self._sessions)
+
+    def patch(self, patches: PatchSet, dispatcher_module: Any, session_class: Any) -> None:
+        patches.wrap(dispatcher_module.JSONRPCDispatcher, "send_raw_request", self._send_jsonrpc)
+        patches.wrap(session_class, "__init__", self._register_session)
+        sdk_otel = import_optional("mcp.shared._otel")
+        if getattr(sdk_otel, "_tracer", None) is not None and "otel_span" in vars(dispatcher_module):
+            adopting = self._adopting_otel_span(dispatcher_module.otel_span, sdk_otel)
+            patches.replace(dispatcher_module, "otel_span", adopting)
+        direct = getattr(import_optional("mcp.shared.direct_dispatcher"), "DirectDispatcher", None)
+        if direct is not None and "send_raw_request" in vars(direct):
+            patches.wrap(direct, "send_raw_request", self._send_direct)
+        for name, wrapper in (
+            ("__aenter__", self._session_entered),
+            ("__aexit__", self._session_exited),
+            ("_on_request", self._answers.answer_back_channel),
+            ("dispatch_input_request", self._answers.answer_input_request),
+        ):
+            if name in vars(session_class):
+                patches.wrap(session_class, name, wrapper)
+
+    # --- sessions ----------------------------------------------------------------------
+    def _register_session(
+        self, wrapped: Wrapped, session: Any, args: tuple[Any, ...], kwargs: dict[str, Any]
+    ) -> None:
+        wrapped(*args, **kwargs)
+        try:
+            info = SessionInfo(weakref.ref(session), CLIENT_TRANSPORT.get() or NO_TRANSPORT)
+            self._sessions[session] = info
+            dispatcher = getattr(session, "_dispatcher", None)
+            if dispatcher is not None:
+                self._dispatchers[dispatcher] = info
+        except Exception:
+            _logger.debug("mcp-tokens could not follow a ClientSession", exc_info=True)
+
+    async def _session_entered(
+        self, wrapped: Wrapped, session: Any, args: tuple[Any, ...], kwargs: dict[str, Any]
+    ) -> Any:
+        info = self._sessions.get(session)
+        if info is not None:
+            info.started = time.monotonic()
+        return await wrapped(*args, **kwargs)
+
+    async def _session_exited(
+        self, wrapped: Wrapped, session: Any, args: tuple[Any, ...], kwargs: dict[str, Any]
+    ) -> Any:
+        try:
+            return await wrapped(*args, **kwargs)
+        finally:
+            safely(self._record_session, session, args[0] if args else None)
+
+    def _record_session(self, session: Any, exc_type: type[BaseException] | None) -> None:
+        info = self._sessions.get(session)
+        if info is None or info.started is None:
+            return
+        version = getattr(session, "protocol_version", None)
+        if not isinstance(version, str) or version in self._modern_versions:
+            return  # never handshaken, or 2026-07-28: no session
+        attributes: dict[str, AttributeValue] = {
+            **info.transport.metric,
+            semconv.MCP_PROTOCOL_VERSION: version,
+        }
+        if exc_type is not None:
+            attributes[semconv.ERROR_TYPE] = exc_type.__qualname__
+        self._pipeline.recorder.record_session(Side.CLIENT, time.monotonic() - info.started, attributes)
+
+    # --- requests ----------------------------------------------------------------------
+    async def _send_jsonrpc(
+        self, wrapped: Wrapped, dispatcher: Any, args: tuple[Any, ...], kwargs: dict[str, Any]
+    ) -> Any:
+        call = safely(self._begin, dispatcher, args, kwargs)
+        if call is None:
+            return await wrapped(*args, **kwargs)
+        token = _PENDING.set(call)
+        try:
+            result = await wrapped(*args, **kwargs)
+        except BaseException as exc:
+            safely(self._reporter.failed, call, exc)
+            raise
+        else:
+            safely(self._reporter.succeeded, call, result)
+            return result
+        finally:
+            reset_quietly(_PENDING, token)
+            safely(self._reporter.close, call)
+            call.handoff.abandon()  # only acts when close failed before submitting
+
+    async def _send_direct(
+        self, wrapped: Wrapped, dispatcher: Any, args: tuple[Any, ...], kwargs: dict[str, Any]
+    ) -> Any:
+        call = safely(self._begin, dispatcher, args, kwargs)
+        if call is None:
+            return await wrapped(*args, **kwargs)
+        span = safely(self._reporter.open_span, call, SpanKind.CLIENT, None)
+        args, kwargs = safely(_inject, call, span, args, kwargs) or (args, kwargs)
+        try:
+            with current(span):
+                result = await wrapped(*args, **kwargs)
+        except BaseException as exc:
+            safely(self._reporter.failed, call, exc)
+            raise
+        else:
+            safely(self._reporter.succeeded, call, result)
+            return result
+        finally:
+            safely(self._reporter.close, call)
+            call.handoff.abandon()
+
+    def _begin(self, dispatcher: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> ClientCall:
+        method = args[0] if args else kwargs["method"]
+        params = args[1] if len(args) > 1 else kwargs.get("params")
+        info = self._dispatchers.get(dispatcher)
+        side, server_name, budget = Side.CLIENT, None, None
+        metric: dict[str, AttributeValue] = {}
+        span_attributes: dict[str, AttributeValue] = {}
+        version: object = None
+        server = current_server_call() if info is None else None
+        if server is not None:
+            # The server's own request to its client (sampling/createMessage...): reported by
+            # the server, measured as the sender's (client) operation. Only the transport
+            # facts go on the span: its peer is the MCP client.
+            side, server_name, version = Side.SERVER, server.exchange.server_name, server.ctx.protocol_version
+            metric.update(server.transport.metric)
+            span_attributes.update(server.transport.metric)
+        elif info is not None:
+            session = info.session()
+            server_name = info.server_name or server_name_of(session)
+            budget = explicit_budget_scope() or BudgetRef(info.key)
+            version = getattr(session, "protocol_version", None) or protocol_version_in(method, params, None)
+            metric.update(info.transport.metric)
+            span_attributes.update(info.transport.span)
+        else:
+            budget = explicit_budget_scope()
+        if isinstance(version, str):
+            metric[semconv.MCP_PROTOCOL_VERSION] = span_attributes[semconv.MCP_PROTOCOL_VERSION] = version
+        exchange = Exchange(
+            side=side,
+            method=method,
+            request=params,
+            target=target_of(method, params),
+            server_name=server_name,
+            budget=budget,
+            metric_attributes=metric,
+        )
+        exchange.operation_side = Side.CLIENT
+        call = ClientCall(exchange, Handoff(self._pipeline, exchange), info=info)
+        call.span_attributes = span_attributes
+        return call
+
+    # --- the SDK's CLIENT span ---------------------------------------------------------
+    def _adopting_otel_span(self, original: Callable[..., Any], sdk_otel: Any) -> Callable[..., Any]:
+        @contextlib.contextmanager
+        def otel_span(
+            name: str,
+            *,
+            kind: SpanKind,
+            attributes: dict[str, Any] | None = None,
+            context: Any = None,
+            record_exception: bool = True,
+            set_status_on_exception: bool = True,
+        ) -> Iterator[Span]:
+            call = _PENDING.get()
+            tracer = getattr(sdk_otel, "_tracer", None)
+            if call is None or call.claimed or kind is not SpanKind.CLIENT or tracer is None:
+                with original(
+                    name,
+                    kind=kind,
+                    attributes=attributes,
+                    context=context,
+                    record_exception=record_exception,
+                    set_status_on_exception=set_status_on_exception,
+                ) as sdk_span:
+                    yield sdk_span
+                return
+            # Claimed at once: no await separates the wrapper from this call, so the
+            # request it belongs to is this context's own (a server running in memory
+            # inherits the slot, already claimed).
+            call.claimed = True
+            span: Span | None = None
+            try:
+                with tracer.start_as_current_span(
+                    name,
+                    kind=kind,
+                    attributes=attributes,
+                    context=context,
+                    record_exception=record_exception,
+                    set_status_on_exception=set_status_on_exception,
+                    end_on_exit=False,
+                ) as span:
+                    safely(_adopt, call, span, attributes)
+                    yield span
+            finally:
+                if span is not None and call.handoff.span is not span:
+                    end_quietly(span)  # our adoption failed: end it as the SDK would have
+
+        return otel_span
+
+
+def _adopt(call: ClientCall, span: Span, attributes: object) -> None:
+    call.handoff.attach(span, owns_end=True)
+    call.request_id = as_mapping(attributes).get(semconv.JSONRPC_REQUEST_ID)
+
+
+def _inject(
+    call: ClientCall, span: Span | None, args: tuple[Any, ...], kwargs: dict[str, Any]
+) -> tuple[tuple[Any, ...], dict[str, Any]]:
+    """Direct dispatch carries no trace context: add it to a copy of the params' `_meta`."""
+    if span is None:
+        return args, kwargs
+    params = as_mapping(args[1] if len(args) > 1 else kwargs.get("params"))
+    context = trace.set_span_in_context(span)
+    new_params = {**params, "_meta": inject_meta(meta_of(params), context, explicit_budget_scope())}
+    call.exchange.request = new_params
+    if len(args) > 1:
+        return (args[0], new_params, *args[2:]), kwargs
+    return args, {**kwargs, "params": new_params}

@@ -1,0 +1,154 @@
+"""One request on the mcp 2.x client side, and how its outcome reaches span and pipeline.
+
+Shared by the requests a dispatcher sends (`v2_client`) and the requests the client
+answers for its server (`v2_answers`).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import uuid
+import weakref
+from collections.abc import Iterator
+from contextvars import ContextVar
+from dataclasses import dataclass, field
+from typing import Any
+
+from opentelemetry import context as otel_context
+from opentelemetry import trace
+from opentelemetry.instrumentation.mcp_tokens import semconv
+from opentelemetry.instrumentation.mcp_tokens.exchange import Exchange
+from opentelemetry.instrumentation.mcp_tokens.pipeline import Pipeline
+from opentelemetry.trace import Span, SpanContext, SpanKind, Tracer
+from opentelemetry.util.types import AttributeValue
+
+from . import spans as semconv_spans
+from .v2_common import (
+    as_mapping,
+    error_code_of,
+    error_type_of,
+    protocol_version_in,
+    resource_uri_of,
+    server_name_in,
+    status_code_attributes,
+)
+from .v2_spans import Handoff, add_missing
+from .v2_transport import TransportInfo
+
+# The span of the latest request answered with an InputRequiredResult (2026-07-28): the
+# input requests the client then serves belong to that call's trace.
+INPUT_PARENT: ContextVar[SpanContext | None] = ContextVar("mcp_tokens_v2_input_parent", default=None)
+
+
+@dataclass
+class SessionInfo:
+    """What we know of one ClientSession."""
+
+    session: weakref.ref[Any]
+    transport: TransportInfo
+    key: str = field(default_factory=lambda: uuid.uuid4().hex)
+    server_name: str | None = None
+    started: float | None = None
+
+
+class ClientCall:
+    """One request, from the wrapper's start to the pipeline."""
+
+    def __init__(self, exchange: Exchange, handoff: Handoff, *, info: SessionInfo | None = None) -> None:
+        self.exchange = exchange
+        self.handoff = handoff
+        self.info = info
+        self.request_id: object = None
+        self.claimed = False  # the SDK's span was adopted for this call
+        self.receiver = False  # the client answers this request (for its server)
+        self.rename = True  # the span is the SDK's, named "MCP send ..."
+        self.span_attributes: dict[str, AttributeValue] = {}
+
+
+class Reporter:
+    """Writes a ClientCall's outcome on its exchange and span, and submits them."""
+
+    def __init__(self, pipeline: Pipeline, tracer: Tracer, mcp_error: Any) -> None:
+        self.pipeline = pipeline
+        self._tracer = tracer
+        self._mcp_error = mcp_error
+
+    def open_span(self, call: ClientCall, kind: SpanKind, parent: otel_context.Context | None) -> Span:
+        """Our own span for a request the SDK traces with none (in-process, answers)."""
+        exchange = call.exchange
+        span = self._tracer.start_span(
+            semconv_spans.span_name(exchange.method, exchange.target), context=parent, kind=kind
+        )
+        call.handoff.attach(span, owns_end=True)
+        call.rename = False
+        return span
+
+    def succeeded(self, call: ClientCall, result: object) -> None:
+        method = call.exchange.method
+        error = semconv.ERROR_TYPE_TOOL_ERROR if semconv_spans.is_tool_error(method, result) else None
+        call.exchange.finish(result, error)
+        if call.exchange.server_name is None:
+            call.exchange.server_name = server_name_in(method, result)
+        if method in ("initialize", "server/discover"):
+            self._learn_identity(call, result)
+        elif call.handoff.span is not None and not call.receiver:
+            waits_for_input = as_mapping(result).get("resultType") == "input_required"
+            INPUT_PARENT.set(call.handoff.span.get_span_context() if waits_for_input else None)
+
+    def failed(self, call: ClientCall, exc: BaseException) -> None:
+        call.exchange.finish(None, error_type_of(exc, self._mcp_error))
+        call.exchange.metric_attributes.update(status_code_attributes(exc, self._mcp_error))
+        span = call.handoff.span
+        if span is not None and call.handoff.owns_end and span.is_recording():
+            code = error_code_of(exc, self._mcp_error)
+            if code is not None:
+                message = getattr(exc, "message", None)
+                semconv_spans.record_jsonrpc_error(span, code, message, receiver=call.receiver)
+            else:
+                semconv_spans.record_exception_type(span, exc)
+
+    def close(self, call: ClientCall) -> None:
+        """Add the semconv attributes the span lacks, then hand everything to the pipeline."""
+        span = call.handoff.span
+        if span is not None and span.is_recording():
+            exchange = call.exchange
+            if call.rename:
+                span.update_name(semconv_spans.span_name(exchange.method, exchange.target))
+            attributes = semconv_spans.request_attributes(
+                exchange.method,
+                call.request_id,
+                exchange.target,
+                resource_uri_of(exchange.method, exchange.request),
+            )
+            attributes.update(call.span_attributes)
+            add_missing(span, attributes)
+            if exchange.error_type == semconv.ERROR_TYPE_TOOL_ERROR:
+                semconv_spans.record_tool_error(span)
+        call.handoff.submit()
+
+    @staticmethod
+    def _learn_identity(call: ClientCall, result: object) -> None:
+        """initialize / server/discover name the server and the protocol version."""
+        name = server_name_in(call.exchange.method, result)
+        if name is not None and call.info is not None:
+            call.info.server_name = name
+        version = protocol_version_in(call.exchange.method, call.exchange.request, result)
+        if version is not None:
+            call.exchange.metric_attributes.setdefault(semconv.MCP_PROTOCOL_VERSION, version)
+            call.span_attributes.setdefault(semconv.MCP_PROTOCOL_VERSION, version)
+
+
+def server_name_of(session: Any) -> str | None:
+    info = getattr(session, "server_info", None) if session is not None else None
+    name = getattr(info, "name", None)
+    return name if isinstance(name, str) and name else None
+
+
+@contextlib.contextmanager
+def current(span: Span | None) -> Iterator[None]:
+    """Make `span` current for the block (no recording or ending: the handoff does that)."""
+    if span is None:
+        yield
+        return
+    with trace.use_span(span, end_on_exit=False, record_exception=False, set_status_on_exception=False):
+        yield

@@ -1,0 +1,165 @@
+"""One inbound request on the mcp 2.x server side, from the chain's outer end to its span's end.
+
+`ServerHooks` (v2_server) opens a `ServerCall` around the middleware chain; the call
+records the wire result (or the exception) the innermost link saw, holds the span it
+will annotate (the SDK's, adopted, or fastmcp's, deferred), adds the semconv attributes
+the span lacks and hands span and exchange to the pipeline once, when the span's owner
+is done with it.
+"""
+
+from __future__ import annotations
+
+import logging
+from contextvars import ContextVar
+from typing import Any
+
+from opentelemetry.instrumentation.mcp_tokens import semconv
+from opentelemetry.instrumentation.mcp_tokens.exchange import Exchange
+from opentelemetry.instrumentation.mcp_tokens.pipeline import Pipeline
+from opentelemetry.trace import Span, get_current_span
+from opentelemetry.util.types import AttributeValue
+
+from . import spans as semconv_spans
+from .v2_common import error_type_of, resource_uri_of, status_code_attributes
+from .v2_spans import (
+    Handoff,
+    add_missing,
+    cancel_deferral,
+    defer_end,
+    is_held,
+    is_mcp_server_span,
+    readable_attributes,
+)
+from .v2_transport import TransportInfo
+
+_logger = logging.getLogger(__name__)
+
+
+class ServerCall:
+    """One inbound request, from the outer end of the middleware chain to its span's end."""
+
+    def __init__(
+        self,
+        runner: Any,
+        ctx: Any,
+        exchange: Exchange,
+        *,
+        pipeline: Pipeline,
+        transport: TransportInfo,
+        mcp_error: Any,
+    ) -> None:
+        self.runner = runner
+        self.ctx = ctx
+        self.exchange = exchange
+        self.handoff = Handoff(pipeline, exchange)
+        self.transport = transport
+        self._mcp_error = mcp_error
+        self.span_claimed = False
+        self.inner_started = False
+        self.finished = False
+        self.deferred: Span | None = None
+        self.failure_attributes: dict[str, AttributeValue] = {}
+
+    # --- the span --------------------------------------------------------------------
+    def claim_span(self) -> bool:
+        """True once: the first SERVER span the SDK opens in this request is ours to adopt."""
+        if self.span_claimed or self.handoff.span is not None:
+            return False
+        self.span_claimed = True
+        return True
+
+    def adopt(self, span: Span) -> None:
+        self.handoff.attach(span, owns_end=True)
+
+    def span_exited(self, failure: BaseException | None) -> None:
+        """The adopted span's block ended: everything the SDK sets on it is set."""
+        try:
+            if failure is not None and not self.finished:
+                self.fail(failure)
+            self._enrich()
+        except Exception:
+            _logger.debug("mcp-tokens could not enrich a server span", exc_info=True)
+        self.handoff.submit()
+
+    def start_inner(self) -> None:
+        """The innermost link starts: defer the end of the current MCP span if none was adopted."""
+        self.inner_started = True
+        if self.handoff.span is not None:
+            return
+        try:
+            span = get_current_span()
+            if (
+                is_mcp_server_span(span, self.exchange.method)
+                and not is_held(span)
+                and defer_end(span, self._owner_ended)
+            ):
+                self.deferred = span
+                self.handoff.attach(span, owns_end=True)
+        except Exception:
+            _logger.debug("mcp-tokens could not defer a server span", exc_info=True)
+
+    def _owner_ended(self, end_ns: int | None) -> None:
+        self.deferred = None
+        try:
+            self._enrich()
+        except Exception:
+            _logger.debug("mcp-tokens could not enrich a server span", exc_info=True)
+        self.handoff.submit(end_ns)
+
+    # --- the outcome -----------------------------------------------------------------
+    def succeed(self, result: object) -> None:
+        self.finished = True
+        error = (
+            semconv.ERROR_TYPE_TOOL_ERROR
+            if semconv_spans.is_tool_error(self.exchange.method, result)
+            else None
+        )
+        self.exchange.finish(result, error)
+
+    def fail(self, exc: BaseException) -> None:
+        self.finished = True
+        self.exchange.finish(None, error_type_of(exc, self._mcp_error))
+        self.failure_attributes = status_code_attributes(exc, self._mcp_error)
+        self.exchange.metric_attributes.update(self.failure_attributes)
+
+    def close(self) -> None:
+        """The whole chain returned: report what no span end has reported yet."""
+        if self.handoff.done:
+            return
+        if self.deferred is not None:
+            # The owner never ended its span inside the chain: leave it to the owner.
+            cancel_deferral(self.deferred)
+            self.deferred = None
+            self.handoff.span, self.handoff.owns_end = None, False
+        self.handoff.submit()
+
+    def _enrich(self) -> None:
+        span = self.handoff.span
+        if span is None or not span.is_recording():
+            return
+        exchange = self.exchange
+        params = exchange.request
+        attributes: dict[str, AttributeValue] = semconv_spans.request_attributes(
+            exchange.method, self.ctx.request_id, exchange.target, resource_uri_of(exchange.method, params)
+        )
+        attributes[semconv.MCP_PROTOCOL_VERSION] = self.ctx.protocol_version
+        session_id = getattr(self.runner.connection, "session_id", None)
+        if isinstance(session_id, str) and session_id:
+            attributes[semconv.MCP_SESSION_ID] = session_id
+        attributes.update(self.transport.span)
+        attributes.update(self.failure_attributes)
+        add_missing(span, attributes)
+        name = getattr(span, "name", None)
+        if exchange.target and name == exchange.method:  # fastmcp names a span before it knows the target
+            span.update_name(semconv_spans.span_name(exchange.method, exchange.target))
+        tool_error = exchange.error_type == semconv.ERROR_TYPE_TOOL_ERROR
+        if tool_error and semconv.ERROR_TYPE not in readable_attributes(span):
+            semconv_spans.record_tool_error(span)
+
+
+CURRENT_CALL: ContextVar[ServerCall | None] = ContextVar("mcp_tokens_v2_server_call", default=None)
+
+
+def current_server_call() -> ServerCall | None:
+    """The inbound request being served in this context (for server-to-client requests)."""
+    return CURRENT_CALL.get()
