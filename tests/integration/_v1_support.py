@@ -124,6 +124,11 @@ class Telemetry:
         )
         if self.instrumentor.pipeline is None:
             raise RuntimeError("McpTokensInstrumentor did not start: is mcp 1.x installed?")
+        # The client drivers import transport functions by name: have them bind the wrapped
+        # ones, as an application started under opentelemetry-instrument would.
+        for module in ("_client_sdk_v1", "_client_fastmcp"):
+            with contextlib.suppress(ImportError):
+                importlib.import_module(f"tests.integration.apps.{module}")
 
     def reset(self) -> None:
         self.settle()

@@ -330,3 +330,22 @@ def test_operation_and_session_durations(case: CaseResult) -> None:
     if case.transport != "memory":
         transport = "pipe" if case.transport == "stdio" else "tcp"
         assert client_session.attributes["network.transport"] == transport
+
+
+# --- the application sees exactly what it would without instrumentation -------------------
+def test_calls_return_what_the_apps_send(case: CaseResult) -> None:
+    report = case.report
+    assert report.server_name == payloads.SERVER_NAMES[case.flavour]
+    assert sorted(report.tool_names) == sorted(payloads.TOOL_NAMES)
+    for tool in called_tools(case):
+        outcome = report.calls[tool]
+        if tool == "boom":  # the JSON-RPC error reached the caller with its code and message
+            assert (outcome.error_code, outcome.error_message) == (payloads.BOOM_CODE, payloads.BOOM_MESSAGE)
+        elif tool == "image":
+            assert outcome.result is not None
+            assert outcome.result["content"] == payloads.tool_result_wire("image", {})["content"]
+        else:
+            assert outcome.is_error_result == (tool == "fail")
+            assert outcome.text == payloads.expected_text(tool, ARGUMENTS[tool])
+    assert report.resources == {uri: payloads.resource_text(uri) for uri in payloads.RESOURCES}
+    assert report.prompt_text == payloads.review_prompt_text("x = 1")

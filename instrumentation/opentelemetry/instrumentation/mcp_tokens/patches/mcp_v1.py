@@ -23,19 +23,40 @@ Patch points (mcp 1.30.0 line numbers):
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
+from typing import Any
 
 from opentelemetry.instrumentation.mcp_tokens.pipeline import Pipeline
 from opentelemetry.trace import Tracer
 
 from . import MIN_V1, installed_mcp_version
-from .transports import TransportPatches, TransportRegistry
+from .transports import PatchPoint, TransportPatches, TransportRegistry, wrap_with_aliases
 from .v1_client import OutgoingRequests
 from .v1_sdk import SdkV1, load_sdk
 from .v1_server import IncomingRequests
 from .v1_sessions import SessionTracker
-from .wrapping import PatchSet
+from .wrapping import PatchSet, Wrapper
 
 _logger = logging.getLogger(__name__)
+
+
+# The wrappers installed on the SDK can outlive an uninstrument(): a module that imported a
+# wrapped function by name keeps it, and a later instrument() installs new wrappers next to
+# it. So every installed wrapper is a trampoline that calls the handler of whichever patcher
+# is active now, and the original when none is.
+_active_handlers: dict[str, Wrapper] = {}
+
+
+def _trampoline(key: str) -> Wrapper:
+    def wrapper(
+        wrapped: Callable[..., Any], instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]
+    ) -> Any:
+        handler = _active_handlers.get(key)
+        if handler is None:
+            return wrapped(*args, **kwargs)
+        return handler(wrapped, instance, args, kwargs)
+
+    return wrapper
 
 
 class McpV1Patcher:
@@ -45,9 +66,8 @@ class McpV1Patcher:
         self._pipeline = pipeline
         self._tracer = tracer
         self._patches = PatchSet()
-        # Wrappers can outlive unpatch() where other code captured them (a module that
-        # imported a wrapped function by name, a bound method kept by fastmcp): they check
-        # this switch and pass straight through once it is off.
+        self._handlers: dict[str, Wrapper] = {}
+        # Calls already inside a handler when unpatch() runs finish without recording.
         self._on = False
 
     def is_on(self) -> bool:
@@ -61,33 +81,49 @@ class McpV1Patcher:
             )
         sdk = load_sdk()
         try:
-            self._apply(sdk)
+            for point in self._points(sdk):
+                key = _key(point.owner, point.name)
+                self._handlers[key] = point.handler
+                wrap_with_aliases(self._patches, point.owner, point.name, _trampoline(key), point.aliases)
         except BaseException:
             self._patches.restore()
+            self._handlers.clear()
             raise
         self._on = True
+        _active_handlers.update(self._handlers)
+        _logger.debug("mcp-tokens applied %d mcp 1.x patches", len(self._patches))
 
     def unpatch(self) -> None:
         self._on = False
+        for key, handler in self._handlers.items():
+            if _active_handlers.get(key) is handler:
+                del _active_handlers[key]
+        self._handlers.clear()
         self._patches.restore()
 
-    def _apply(self, sdk: SdkV1) -> None:
+    def _points(self, sdk: SdkV1) -> list[PatchPoint]:
         registry = TransportRegistry()
         sessions = SessionTracker(self._pipeline, sdk, registry, self.is_on)
         outgoing = OutgoingRequests(self._pipeline, self._tracer, sdk, sessions, self.is_on)
         incoming = IncomingRequests(self._pipeline, self._tracer, sdk, sessions, self.is_on)
-        patches = self._patches
-        patches.wrap(sdk.BaseSession, "send_request", outgoing.send_request)
-        patches.wrap(sdk.BaseSession, "_handle_response", outgoing.handle_response)
-        patches.wrap(sdk.BaseSession, "__aenter__", sessions.enter)
-        patches.wrap(sdk.BaseSession, "__aexit__", sessions.exit)
-        patches.wrap(sdk.RequestResponder, "respond", incoming.respond)
-        patches.wrap(sdk.Server, "_handle_request", incoming.handle_request)
-        patches.wrap(sdk.ServerSession, "_received_request", incoming.server_received_request)
-        patches.wrap(sdk.ClientSession, "_received_request", incoming.client_received_request)
-        TransportPatches(registry, self.is_on).apply(patches, sdk)
-        _logger.debug("mcp-tokens applied %d mcp 1.x patches", len(patches))
+        return [
+            PatchPoint(sdk.BaseSession, "send_request", outgoing.send_request),
+            PatchPoint(sdk.BaseSession, "_handle_response", outgoing.handle_response),
+            PatchPoint(sdk.BaseSession, "__aenter__", sessions.enter),
+            PatchPoint(sdk.BaseSession, "__aexit__", sessions.exit),
+            PatchPoint(sdk.RequestResponder, "respond", incoming.respond),
+            PatchPoint(sdk.Server, "_handle_request", incoming.handle_request),
+            PatchPoint(sdk.ServerSession, "_received_request", incoming.server_received_request),
+            PatchPoint(sdk.ClientSession, "_received_request", incoming.client_received_request),
+            *TransportPatches(registry, self.is_on).points(sdk),
+        ]
 
     @property
     def patch_count(self) -> int:
         return len(self._patches)
+
+
+def _key(owner: Any, name: str) -> str:
+    """A stable name for a patch point across patchers: `module.Class.attribute`."""
+    qualname = getattr(owner, "__qualname__", getattr(owner, "__name__", repr(owner)))
+    return f"{getattr(owner, '__module__', '')}.{qualname}.{name}"

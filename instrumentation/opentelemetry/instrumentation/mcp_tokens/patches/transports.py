@@ -32,6 +32,16 @@ HTTP = "http"
 
 
 @dataclass(frozen=True)
+class PatchPoint:
+    """An attribute to wrap, the handler its wrapper calls, and modules re-exporting it by name."""
+
+    owner: Any
+    name: str
+    handler: Wrapper
+    aliases: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
 class TransportInfo:
     network_transport: str
     protocol_name: str | None = None
@@ -115,52 +125,52 @@ class TransportPatches:
         self._registry = registry
         self._is_on = is_on
 
-    def apply(self, patches: PatchSet, sdk: Any) -> None:
-        wrap_with_aliases(
-            patches,
-            sdk.stdio_client_module,
-            "stdio_client",
-            self._context_wrapper(lambda args, kwargs, instance: TransportInfo(PIPE)),
-            ("mcp", "fastmcp.client.transports.stdio"),
-        )
-        wrap_with_aliases(
-            patches,
-            sdk.sse_client_module,
-            "sse_client",
-            self._context_wrapper(
-                lambda args, kwargs, instance: http_info(_argument(args, kwargs, 0, "url"))
+    def points(self, sdk: Any) -> list[PatchPoint]:
+        """(owner, attribute, handler, alias modules) of every transport entry point."""
+        return [
+            PatchPoint(
+                sdk.stdio_client_module,
+                "stdio_client",
+                self._context_wrapper(lambda args, kwargs, instance: TransportInfo(PIPE)),
+                ("mcp", "fastmcp.client.transports.stdio"),
             ),
-            ("mcp.client.session_group", "fastmcp.client.transports.sse"),
-        )
-        patches.wrap(
-            sdk.streamable_http_client_module.StreamableHTTPTransport, "post_writer", self._post_writer
-        )
-        wrap_with_aliases(
-            patches,
-            sdk.stdio_server_module,
-            "stdio_server",
-            self._context_wrapper(lambda args, kwargs, instance: TransportInfo(PIPE)),
-            (
-                "mcp",
-                "mcp.server.fastmcp.server",
-                "fastmcp.server.mixins.transport",
-                "fastmcp.server.low_level",
+            PatchPoint(
+                sdk.sse_client_module,
+                "sse_client",
+                self._context_wrapper(
+                    lambda args, kwargs, instance: http_info(_argument(args, kwargs, 0, "url"))
+                ),
+                ("mcp.client.session_group", "fastmcp.client.transports.sse"),
             ),
-        )
-        patches.wrap(
-            sdk.sse_server_module.SseServerTransport,
-            "connect_sse",
-            self._context_wrapper(lambda args, kwargs, instance: TransportInfo(TCP, HTTP)),
-        )
-        patches.wrap(
-            sdk.streamable_http_server_module.StreamableHTTPServerTransport,
-            "connect",
-            self._context_wrapper(
-                lambda args, kwargs, instance: TransportInfo(
-                    TCP, HTTP, holder=instance, session_attribute="mcp_session_id"
-                )
+            PatchPoint(
+                sdk.streamable_http_client_module.StreamableHTTPTransport, "post_writer", self._post_writer
             ),
-        )
+            PatchPoint(
+                sdk.stdio_server_module,
+                "stdio_server",
+                self._context_wrapper(lambda args, kwargs, instance: TransportInfo(PIPE)),
+                (
+                    "mcp",
+                    "mcp.server.fastmcp.server",
+                    "fastmcp.server.mixins.transport",
+                    "fastmcp.server.low_level",
+                ),
+            ),
+            PatchPoint(
+                sdk.sse_server_module.SseServerTransport,
+                "connect_sse",
+                self._context_wrapper(lambda args, kwargs, instance: TransportInfo(TCP, HTTP)),
+            ),
+            PatchPoint(
+                sdk.streamable_http_server_module.StreamableHTTPServerTransport,
+                "connect",
+                self._context_wrapper(
+                    lambda args, kwargs, instance: TransportInfo(
+                        TCP, HTTP, holder=instance, session_attribute="mcp_session_id"
+                    )
+                ),
+            ),
+        ]
 
     def _context_wrapper(
         self, describe: Callable[[tuple[Any, ...], dict[str, Any], Any], TransportInfo]
