@@ -26,7 +26,7 @@ EXACT_CALLS: tuple[tuple[str, dict[str, Any]], ...] = (
     ("customer_lookup", {"customer_id": 99}),
     ("search_orders", {"query": "late", "limit": 20}),
     ("quarterly_report", {"quarter": "2025-Q4"}),
-    ("export_audit_log", {"days": 3}),
+    ("export_audit_log", {"days": 10}),
     ("inventory_pretty", {"warehouse": "osl"}),
     ("shipment_status", {"order_id": 777}),
     ("policy_document", {}),
@@ -91,3 +91,44 @@ def totals_by_tool(calls: tuple[tuple[str, dict[str, Any]], ...] = EXACT_CALLS) 
         entry[1] += request_tokens(arguments)
         entry[2] += response_tokens(tool, arguments)
     return {tool: ToolTotals(*entry) for tool, entry in sums.items()}
+
+
+def overhead_by_tool_and_kind(
+    calls: tuple[tuple[str, dict[str, Any]], ...] = EXACT_CALLS,
+) -> dict[tuple[str, str], int]:
+    """Response overhead the docs define, for the demo's shapes: an indented JSON text block
+    costs its tokens minus those of its compact form (`formatting`); structuredContent that
+    repeats a text block costs all its tokens (`duplicate`). Zero entries are left out."""
+    found: dict[tuple[str, str], int] = defaultdict(int)
+    for tool, arguments in calls:
+        result = demo_content.tool_result(tool, arguments)
+        texts = [block["text"] for block in result["content"] if block["type"] == "text"]
+        for text in texts:
+            try:
+                value = json.loads(text)
+            except ValueError:
+                continue
+            saving = text_tokens(text) - text_tokens(compact(value))
+            if saving:
+                found[(tool, "formatting")] += saving
+        structured = result.get("structuredContent")
+        if structured is not None and any(_parses_to(text, structured) for text in texts):
+            found[(tool, "duplicate")] += text_tokens(compact(structured))
+    return dict(found)
+
+
+def _parses_to(text: str, value: object) -> bool:
+    try:
+        return bool(json.loads(text) == value)
+    except ValueError:
+        return False
+
+
+def risk_by_tool(calls: tuple[tuple[str, dict[str, Any]], ...] = EXACT_CALLS) -> dict[tuple[str, str], int]:
+    """(tool, risk tier) -> responses, with the default thresholds (1000, 4000, 8000)."""
+    from opentelemetry.instrumentation.mcp_tokens.engine.risk import DEFAULT_RISK_THRESHOLDS
+
+    found: dict[tuple[str, str], int] = defaultdict(int)
+    for tool, arguments in calls:
+        found[(tool, DEFAULT_RISK_THRESHOLDS.classify(response_tokens(tool, arguments)).value)] += 1
+    return dict(found)

@@ -31,6 +31,7 @@ def critical_alerts(demo_stack: DemoStack) -> dict[str, dict[str, Any]]:
                 and labels.get("alertname") == CRITICAL_ALERT
                 and labels.get("gen_ai_tool_name") == CRITICAL_TOOL
                 and labels.get("mcp_tokens_side") == side
+                and labels.get("job") == f"demo-{side}"
             )
 
         alert = demo_stack.webhook.wait_for(is_critical, ALERT_TIMEOUT_S)

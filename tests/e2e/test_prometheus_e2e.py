@@ -17,7 +17,7 @@ from opentelemetry.exporter.mcp_tokens.dashboards.expressions import dashboard_e
 from opentelemetry.exporter.mcp_tokens.dashboards.settings import GeneratorSettings
 
 from .conftest import DemoStack
-from .expected import EXACT_CALLS, totals_by_tool
+from .expected import EXACT_CALLS, overhead_by_tool_and_kind, risk_by_tool, totals_by_tool
 
 pytestmark = pytest.mark.slow
 
@@ -82,6 +82,40 @@ def test_prometheus_counts_every_call_once(demo_stack: DemoStack, side: str) -> 
     got = _by_tool(demo_stack.prometheus.wait_until(expr, lambda r: _by_tool(r) == want, EXACT_TIMEOUT_S))
     assert got == want
     assert sum(got.values()) == len(EXACT_CALLS)
+
+
+def _by_labels(result: list[dict[str, Any]], *labels: str) -> dict[tuple[str, ...], float]:
+    return {
+        tuple(item["metric"].get(label, "") for label in labels): float(item["value"][1])
+        for item in result
+        if float(item["value"][1]) != 0
+    }
+
+
+@pytest.mark.parametrize("side", ["server", "client"])
+def test_prometheus_returns_the_exact_overhead_by_kind(demo_stack: DemoStack, side: str) -> None:
+    want = {key: float(value) for key, value in overhead_by_tool_and_kind().items()}
+    assert {kind for _, kind in want} == {"formatting", "duplicate"}
+    expr = (
+        "sum by (gen_ai_tool_name, mcp_tokens_overhead_kind) (mcp_tokens_overhead_total{"
+        f'job="exact-{side}", mcp_tokens_side="{side}", mcp_method_name="tools/call"}})'
+    )
+    labels = ("gen_ai_tool_name", "mcp_tokens_overhead_kind")
+    result = demo_stack.prometheus.wait_until(expr, lambda r: _by_labels(r, *labels) == want, EXACT_TIMEOUT_S)
+    assert _by_labels(result, *labels) == want
+
+
+@pytest.mark.parametrize("side", ["server", "client"])
+def test_prometheus_counts_responses_by_risk_tier(demo_stack: DemoStack, side: str) -> None:
+    want = {key: float(value) for key, value in risk_by_tool().items()}
+    assert {tier for _, tier in want} == {"low", "medium", "high", "critical"}
+    expr = (
+        "sum by (gen_ai_tool_name, mcp_tokens_risk) (mcp_tokens_responses_total{"
+        f'job="exact-{side}", mcp_tokens_side="{side}", mcp_method_name="tools/call"}})'
+    )
+    labels = ("gen_ai_tool_name", "mcp_tokens_risk")
+    result = demo_stack.prometheus.wait_until(expr, lambda r: _by_labels(r, *labels) == want, EXACT_TIMEOUT_S)
+    assert _by_labels(result, *labels) == want
 
 
 def test_prometheus_accepts_every_dashboard_and_rule_expression(demo_stack: DemoStack) -> None:
