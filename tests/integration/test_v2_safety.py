@@ -337,3 +337,36 @@ def test_unknown_tool_names_fold_into_other() -> None:
             assert payloads.TOOL_NAMES[0] == "echo"
     finally:
         logging.getLogger("mcp").setLevel(logging.NOTSET)
+
+
+@pytest.mark.parametrize("mode", ["legacy", "auto"])
+def test_counting_is_off_the_response_path_and_spans_end_when_the_response_completed(
+    mode: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import time
+
+    from tests.integration.apps.lowlevel_server import build_server
+
+    slow_s = 0.2
+
+    async def call() -> tuple[int, float]:
+        async with Client(build_server(), mode=mode) as client:
+            started = time.perf_counter()
+            await client.call_tool("echo", {"text": "timing"})
+            return time.time_ns(), time.perf_counter() - started
+
+    with instrumented() as telemetry:
+        analyse = telemetry.pipeline._analyse
+
+        def slow_analyse(exchange: Any) -> Any:
+            time.sleep(slow_s)  # a slow tokenizer: the caller must not wait for it
+            return analyse(exchange)
+
+        monkeypatch.setattr(telemetry.pipeline, "_analyse", slow_analyse)
+        returned_ns, elapsed = anyio.run(call)
+        assert elapsed < slow_s
+        spans = [s for s in telemetry.spans() if s.name == "tools/call echo"]
+        assert sorted(s.kind.name for s in spans) == ["CLIENT", "SERVER"]
+        for span in spans:
+            assert span.end_time is not None and span.end_time <= returned_ns
+            assert span.attributes["mcp_tokens.response"] > 0  # annotated before it ended

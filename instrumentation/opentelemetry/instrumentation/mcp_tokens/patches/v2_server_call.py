@@ -83,7 +83,8 @@ class ServerCall:
 
     def start_inner(self) -> None:
         """The innermost link starts: defer the end of the current MCP span if none was adopted."""
-        self.inner_started = True
+        # Spans opened from here on are the handler's (or a nested server's), never ours.
+        self.inner_started = self.span_claimed = True
         if self.handoff.span is not None:
             return
         try:
