@@ -47,7 +47,7 @@ unit: $(STAMP)
 	$(PY) -m pytest $(PYTEST_ARGS)
 
 unit-mcp1: $(STAMP1)
-	$(BIN1)/python -m pytest $(PYTEST_ARGS) tests/integration
+	$(BIN1)/python -m pytest $(PYTEST_ARGS) tests/integration tests/e2e tests/cli
 
 test: lint typecheck unit unit-mcp1
 

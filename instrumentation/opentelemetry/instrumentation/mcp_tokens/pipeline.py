@@ -151,7 +151,10 @@ class Pipeline:
         self.recorder.record_skip(exchange, reason)
 
     def _duration_attributes(self, exchange: Exchange, target: str) -> dict[str, AttributeValue]:
-        attributes: dict[str, AttributeValue] = dict(exchange.metric_attributes)
+        # Empty values would become empty OTLP attributes (Prometheus drops them anyway).
+        attributes: dict[str, AttributeValue] = {
+            key: value for key, value in exchange.metric_attributes.items() if value not in ("", None)
+        }
         attributes[semconv.MCP_METHOD_NAME] = exchange.method
         if target:
             attributes[semconv.target_attribute(exchange.method)] = target
