@@ -1,0 +1,214 @@
+"""Command-line options shared by the subcommands, and their conversion to typed settings."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+from opentelemetry.instrumentation.mcp_tokens.engine.ledger import DEFAULT_CONTEXT_WINDOW
+from opentelemetry.instrumentation.mcp_tokens.engine.risk import DEFAULT_RISK_THRESHOLDS, RiskThresholds
+from opentelemetry.instrumentation.mcp_tokens.engine.tokenizer import BUNDLED
+
+from .connect import Limits, Target, ToolCall, Transport
+from .errors import CliError, ExitCode
+from .profile import Settings
+from .static import Assumptions
+
+BUNDLED_ENCODINGS = tuple(sorted(BUNDLED))
+N = TypeVar("N", int, float)
+
+
+def positive(kind: Callable[[str], N]) -> Callable[[str], N]:
+    return _bounded(kind, lambda value: value > 0, "a positive number")
+
+
+def non_negative(kind: Callable[[str], N]) -> Callable[[str], N]:
+    return _bounded(kind, lambda value: value >= 0, "a number >= 0")
+
+
+def _bounded(kind: Callable[[str], N], ok: Callable[[N], bool], expected: str) -> Callable[[str], N]:
+    def convert(text: str) -> N:
+        try:
+            value = kind(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected {expected}, got {text!r}") from None
+        if not ok(value) or (isinstance(value, float) and not math.isfinite(value)):
+            raise argparse.ArgumentTypeError(f"expected {expected}, got {text!r}")
+        return value
+
+    return convert
+
+
+def _risk_thresholds(text: str) -> RiskThresholds:
+    try:
+        return RiskThresholds.parse(text)
+    except ValueError as error:
+        raise argparse.ArgumentTypeError(str(error)) from None
+
+
+def add_connection(parser: argparse.ArgumentParser, *, call_timeout: bool) -> None:
+    group = parser.add_argument_group("server (stdio: put the command after --)")
+    group.add_argument(
+        "--url", help="streamable HTTP (or --transport sse) endpoint, e.g. http://127.0.0.1:8000/mcp"
+    )
+    group.add_argument(
+        "--transport",
+        choices=[Transport.STREAMABLE_HTTP.value, Transport.SSE.value],
+        default=Transport.STREAMABLE_HTTP.value,
+        help="transport for --url (default: %(default)s)",
+    )
+    group.add_argument(
+        "--header",
+        action="append",
+        default=[],
+        metavar="'NAME: VALUE'",
+        help="HTTP header for --url (repeatable)",
+    )
+    group.add_argument(
+        "--protocol",
+        choices=["auto", "legacy"],
+        default="auto",
+        help="mcp 2.x clients: probe server/discover first (auto) or always initialize (legacy)",
+    )
+    group.add_argument(
+        "--timeout",
+        type=positive(float),
+        default=Limits.timeout_s,
+        metavar="SECONDS",
+        help="limit for starting, handshake and listing (default: %(default)s)",
+    )
+    if call_timeout:
+        group.add_argument(
+            "--call-timeout",
+            type=positive(float),
+            default=Limits.call_timeout_s,
+            metavar="SECONDS",
+            help="limit for --call (default: %(default)s)",
+        )
+    group.add_argument("-q", "--quiet", action="store_true", help="no progress spinner")
+
+
+def add_analysis(parser: argparse.ArgumentParser) -> None:
+    group = parser.add_argument_group("analysis")
+    group.add_argument(
+        "--encoding", choices=BUNDLED_ENCODINGS, default="o200k_base", help="default: %(default)s"
+    )
+    group.add_argument(
+        "--tokenizer-file", metavar="PATH", help="a tiktoken BPE file or HuggingFace tokenizer.json"
+    )
+    risk = DEFAULT_RISK_THRESHOLDS
+    group.add_argument(
+        "--risk-thresholds",
+        type=_risk_thresholds,
+        default=risk,
+        metavar="LOW,MEDIUM,HIGH",
+        help=f"token bounds of the low/medium/high tiers (default: {risk.low},{risk.medium},{risk.high})",
+    )
+    group.add_argument(
+        "--context-window",
+        type=positive(int),
+        default=DEFAULT_CONTEXT_WINDOW,
+        metavar="TOKENS",
+        help="window the definition tax is compared with (default: %(default)s)",
+    )
+    defaults = Assumptions()
+    group.add_argument(
+        "--chars-per-token",
+        type=positive(float),
+        default=defaults.chars_per_token,
+        metavar="N",
+        help="characters of free text per token in worst cases (default: %(default)s, a bound for ASCII)",
+    )
+    group.add_argument(
+        "--assume-items",
+        type=non_negative(int),
+        default=defaults.unbounded_items,
+        metavar="N",
+        help="items assumed for a collection without maxItems (default: %(default)s)",
+    )
+    group.add_argument(
+        "--assume-string-chars",
+        type=non_negative(int),
+        default=defaults.unbounded_string_chars,
+        metavar="N",
+        help="characters assumed for a string without maxLength (default: %(default)s)",
+    )
+    group.add_argument(
+        "--no-text-copy",
+        action="store_true",
+        help="do not count the JSON text copy of structuredContent in worst cases",
+    )
+
+
+def add_output(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--format",
+        choices=["table", "markdown", "json"],
+        default="table",
+        help="output format (default: table)",
+    )
+
+
+def settings(args: argparse.Namespace) -> Settings:
+    assumptions = Assumptions(
+        chars_per_token=args.chars_per_token,
+        unbounded_items=args.assume_items,
+        unbounded_string_chars=args.assume_string_chars,
+        text_copy=not args.no_text_copy,
+    )
+    return Settings(args.encoding, args.risk_thresholds, assumptions, args.context_window)
+
+
+def limits(args: argparse.Namespace) -> Limits:
+    return Limits(timeout_s=args.timeout, call_timeout_s=getattr(args, "call_timeout", Limits.call_timeout_s))
+
+
+def required_target(args: argparse.Namespace, command: tuple[str, ...]) -> Target:
+    found = optional_target(args, command)
+    if found is None:
+        raise CliError(
+            ExitCode.USAGE, "no server: give --url URL or a command after -- (e.g. -- python server.py)"
+        )
+    return found
+
+
+def optional_target(args: argparse.Namespace, command: tuple[str, ...]) -> Target | None:
+    if command and args.url:
+        raise CliError(ExitCode.USAGE, "give either --url or a command after --, not both")
+    if not command and not args.url:
+        return None
+    return Target(
+        command=command,
+        url=args.url,
+        transport=Transport(args.transport) if args.url else Transport.STDIO,
+        headers=tuple(_header(text) for text in args.header),
+        protocol=args.protocol,
+    )
+
+
+def _header(text: str) -> tuple[str, str]:
+    name, separator, value = text.partition(":")
+    if not separator or not name.strip():
+        raise CliError(ExitCode.USAGE, f"--header: expected 'NAME: VALUE', got {text!r}")
+    return name.strip(), value.strip()
+
+
+def tool_call(args: argparse.Namespace) -> ToolCall | None:
+    if args.call is None:
+        if args.args != "{}":
+            raise CliError(ExitCode.USAGE, "--args needs --call TOOL")
+        return None
+    return ToolCall(args.call, parse_json_object(args.args, "--args"))
+
+
+def parse_json_object(text: str, flag: str) -> dict[str, Any]:
+    try:
+        value = json.loads(text)
+    except ValueError as error:
+        raise CliError(ExitCode.USAGE, f"{flag}: not valid JSON ({error})") from None
+    if not isinstance(value, dict):
+        raise CliError(ExitCode.USAGE, f"{flag}: expected a JSON object, got {type(value).__name__}")
+    return value
