@@ -25,7 +25,7 @@ from tests.integration.v2_checks import (
     check_side_metrics,
     expected_exchanges,
 )
-from tests.integration.v2_support import HttpServers, Telemetry, instrumented, run_session
+from tests.integration.v2_support import AMBIENT_SPAN, HttpServers, Telemetry, instrumented, run_session
 
 pytestmark = [
     pytest.mark.skipif(not IS_MCP2, reason="mcp 2.x instrumentation; this interpreter has mcp 1.x"),
@@ -100,6 +100,19 @@ def test_http_session_is_exact_on_both_sides(
         )
         if sampled:
             check_sampling_spans(spans, session, server_side=era == "legacy")
+        # The server span's parent is the client's span (from `_meta`); the HTTP request's
+        # span, current when the request arrived, is linked.
+        ambient = {s.context.span_id for s in spans if s.name == AMBIENT_SPAN}
+        for _, client_span in pairs if flavour != "fastmcp" else ():
+            (server_span,) = [
+                s
+                for s in spans
+                if s.kind is SpanKind.SERVER
+                and s.parent
+                and s.parent.span_id == client_span.context.span_id
+                and s.name != "sampling/createMessage"  # the client's own answer, not the server's
+            ]
+            assert [link.context.span_id in ambient for link in server_span.links] == [True]
 
         has_session = mode in ("sse", "stateful")
         check_side_metrics(

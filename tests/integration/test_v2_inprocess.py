@@ -9,6 +9,7 @@ from typing import Any
 
 import anyio
 import pytest
+from opentelemetry.trace import SpanKind
 
 from tests.integration.apps import payloads
 from tests.integration.apps._line import HAS_FASTMCP, IS_MCP2
@@ -19,6 +20,7 @@ from tests.integration.v2_checks import (
     check_server_spans,
     check_side_metrics,
     expected_exchanges,
+    is_exchange_client_span,
 )
 from tests.integration.v2_support import MODERN_VERSION, instrumented, run_session
 
@@ -55,6 +57,13 @@ def test_in_memory_session_is_exact_on_both_sides(flavour: str, era: str, client
         direct = client == "sdk" and era == "modern"
         pairs = check_client_spans(spans, session, jsonrpc=not direct, network={})
         check_server_spans(spans, pairs)
+        # The handshake (send_discover bypasses the session's funnel): one CLIENT span, its
+        # SERVER child, the negotiated version; it names the server for every later exchange.
+        handshake = "server/discover" if era == "modern" else "initialize"
+        (opening,) = [s for s in spans if is_exchange_client_span(s, handshake)]
+        assert opening.attributes["mcp.protocol.version"] == session.protocol_version
+        children = [s for s in spans if s.parent is not None and s.parent.span_id == opening.context.span_id]
+        assert [(s.name, s.kind) for s in children] == [(handshake, SpanKind.SERVER)]
         check_sampling_spans(spans, session, server_side=era == "legacy")
 
         client_calls = expected_exchanges(session, era, sampled=True)

@@ -164,6 +164,11 @@ def test_timeouts_and_cancellations_reach_the_caller_unchanged(
             s for s in telemetry.spans() if s.kind is SpanKind.CLIENT and s.name == "tools/call act"
         ]
         assert [s.attributes.get("error.type") for s in client_spans] == [str(TIMEOUT_CODE), "cancelled"]
+        # Both abandoned calls send the server a courtesy cancel: its handler is cancelled.
+        server_spans = [
+            s for s in telemetry.spans() if s.kind is SpanKind.SERVER and s.name == "tools/call act"
+        ]
+        assert [s.attributes.get("error.type") for s in server_spans] == ["cancelled", "cancelled"]
         spans_ended_once(telemetry, caplog)
 
 

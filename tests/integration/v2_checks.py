@@ -53,12 +53,14 @@ def sampling_call(era: str, sampled: bool) -> list[Call]:
     return [Call(SAMPLING, params, result)]
 
 
-def is_exchange_client_span(span: ReadableSpan) -> bool:
+def is_exchange_client_span(span: ReadableSpan, *methods: str) -> bool:
+    """A CLIENT span of the SDK or ours (not fastmcp's own) for one of `methods` (default:
+    the token-bearing calls)."""
     return (
         span.kind is SpanKind.CLIENT
         and span.instrumentation_scope is not None
         and span.instrumentation_scope.name in (SDK_SCOPE, OUR_SCOPE)
-        and (span.attributes or {}).get("mcp.method.name") in CALL_METHODS
+        and (span.attributes or {}).get("mcp.method.name") in (methods or CALL_METHODS)
     )
 
 

@@ -32,10 +32,11 @@ from dataclasses import dataclass, field
 from typing import Any
 from weakref import WeakKeyDictionary
 
+from opentelemetry import context as otel_context
 from opentelemetry.instrumentation.mcp_tokens import semconv
 from opentelemetry.instrumentation.mcp_tokens.exchange import BudgetRef, Exchange, Side
 from opentelemetry.instrumentation.mcp_tokens.pipeline import Pipeline
-from opentelemetry.trace import Span, SpanKind
+from opentelemetry.trace import Link, Span, SpanKind, get_current_span
 from opentelemetry.util.types import AttributeValue
 
 from .propagation import budget_scope_of
@@ -115,6 +116,7 @@ class ServerHooks:
             finally:
                 reset_quietly(CURRENT_CALL, token)
                 safely(state.close)
+                state.handoff.abandon()  # only acts when close failed before submitting
 
         return call
 
@@ -218,6 +220,7 @@ class ServerHooks:
                     kind=kind,
                     attributes=attributes,
                     context=context,
+                    links=safely(_ambient_links, context),
                     record_exception=record_exception,
                     set_status_on_exception=set_status_on_exception,
                     end_on_exit=False,
@@ -265,6 +268,18 @@ class ServerHooks:
         if isinstance(version, str):
             attributes[semconv.MCP_PROTOCOL_VERSION] = version
         self._pipeline.recorder.record_session(Side.SERVER, time.monotonic() - loop.started, attributes)
+
+
+def _ambient_links(parent: otel_context.Context | None) -> list[Link] | None:
+    """A link to the transport's span (e.g. the HTTP server span) when `_meta` named another
+    parent: MCP context is independent of transport context, and semconv asks for the link."""
+    if parent is None:
+        return None
+    ambient = get_current_span().get_span_context()
+    remote = get_current_span(parent).get_span_context()
+    if not ambient.is_valid or ambient.span_id == remote.span_id:
+        return None
+    return [Link(ambient)]
 
 
 async def _flag_synthetic_listing(

@@ -149,13 +149,16 @@ class ServerCall:
             attributes[semconv.MCP_SESSION_ID] = session_id
         attributes.update(self.transport.span)
         attributes.update(self.failure_attributes)
+        tool_error = exchange.error_type == semconv.ERROR_TYPE_TOOL_ERROR
+        if exchange.error_type is not None and not tool_error:
+            # The SDK and fastmcp mark raised errors themselves (theirs win); not a cancellation.
+            attributes[semconv.ERROR_TYPE] = exchange.error_type
+        if tool_error and semconv.ERROR_TYPE not in readable_attributes(span):
+            semconv_spans.record_tool_error(span)
         add_missing(span, attributes)
         name = getattr(span, "name", None)
         if exchange.target and name == exchange.method:  # fastmcp names a span before it knows the target
             span.update_name(semconv_spans.span_name(exchange.method, exchange.target))
-        tool_error = exchange.error_type == semconv.ERROR_TYPE_TOOL_ERROR
-        if tool_error and semconv.ERROR_TYPE not in readable_attributes(span):
-            semconv_spans.record_tool_error(span)
 
 
 CURRENT_CALL: ContextVar[ServerCall | None] = ContextVar("mcp_tokens_v2_server_call", default=None)

@@ -7,8 +7,11 @@ wrap those functions so that, while their block is open, a context variable says
 they are; the client session reads it when it is built, the server's handlers inherit it.
 HTTP servers need none of this: each request carries its starlette `Request`.
 
-The functions are imported by name all over the SDK and fastmcp, so the patch covers
-their home module and every loaded `mcp`/`fastmcp` module that holds the same object.
+The functions are imported by name all over the SDK, fastmcp and applications, so the
+patch covers their home module and every loaded module whose global of that name is the
+same object (a module that imports one after `instrument()` gets the wrapper anyway). An
+application module that imported one under another name before `instrument()` keeps the
+original: its sessions carry no network attributes. `unpatch()` restores them all.
 """
 
 from __future__ import annotations
@@ -33,10 +36,6 @@ _logger = logging.getLogger(__name__)
 TRANSPORT_PIPE = "pipe"
 TRANSPORT_TCP = "tcp"
 PROTOCOL_HTTP = "http"
-
-# Module prefixes whose by-name imports of the transport functions we also patch.
-_IMPORTER_ROOTS = frozenset({"mcp", "fastmcp"})
-_IMPORTER_PREFIXES = ("mcp.", "fastmcp.")
 
 
 @dataclass(frozen=True)
@@ -195,14 +194,10 @@ def patch_transports(patches: PatchSet) -> None:
 
 
 def _modules_holding(original: object, name: str) -> list[Any]:
-    """Loaded SDK/fastmcp modules whose global `name` is `original` (by-name importers)."""
-    modules = []
-    for module_name, module in list(sys.modules.items()):
-        if module is None or not (
-            module_name in _IMPORTER_ROOTS or module_name.startswith(_IMPORTER_PREFIXES)
-        ):
-            continue
+    """Loaded modules whose global `name` is `original` (by-name importers)."""
+    modules: dict[int, Any] = {}  # one module may be in sys.modules under two names
+    for module in list(sys.modules.values()):
         namespace = getattr(module, "__dict__", None)
         if isinstance(namespace, dict) and namespace.get(name) is original:
-            modules.append(module)
-    return modules
+            modules[id(module)] = module
+    return list(modules.values())
