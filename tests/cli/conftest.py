@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import os
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -87,8 +87,3 @@ def check_snapshot(name: str, text: str) -> None:
 def o200k():  # type: ignore[no-untyped-def]
     """tiktoken's Encoding for o200k_base, from the bundled ranks: the hand-computed side of the tests."""
     return load_bundled_encoding("o200k_base")
-
-
-@pytest.fixture
-def tmp_cwd(tmp_path: Path, cli_env: None) -> Iterator[Path]:
-    yield tmp_path

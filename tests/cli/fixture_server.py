@@ -6,7 +6,7 @@ bad servers is tested against real processes and real pipes:
     python -m tests.cli.fixture_server --listing shop_v1 [--page-size N] [--fault NAME]
 
 Faults: exit-at-start, crash-on-list, hang-on-list, malformed, nameless, duplicate, cursor-loop,
-too-many-tools, enormous. `server/discover` is answered with "method not found", as a server
+too-many-tools, enormous, hang-on-call. `server/discover` is answered with "method not found", as a server
 of the handshake era does, so mcp 2.x clients fall back to `initialize`.
 """
 
@@ -31,6 +31,7 @@ FAULTS = (
     "cursor-loop",
     "too-many-tools",
     "enormous",
+    "hang-on-call",
 )
 METHOD_NOT_FOUND = -32601
 INVALID_PARAMS = -32602
@@ -121,6 +122,8 @@ def serve(args: argparse.Namespace) -> None:
         elif method == "tools/list":
             _list_tools(request_id, params, args)
         elif method == "tools/call":
+            if args.fault == "hang-on-call":
+                time.sleep(3600)
             _call_tool(request_id, params)
         elif method == "ping":
             _result(request_id, {})

@@ -5,7 +5,7 @@
 escalates the risk, a cap dropped (becomes unbounded), a schema added (becomes bounded), a tool
 removed, an unbounded tool added and a description that grows the definition tax.
 `shop_v1_export` is shop_v1 plus one unbounded tool.
-`bloated` breaks every definition rule; `tiny` has one bounded tool; `plain` two without outputSchema.
+`bloated` breaks every definition rule; `tiny` has one bounded tool; `plain` has tools without outputSchema.
 
 The schemas use what real servers send: `$defs`/`$ref` (pydantic), nullable unions, formats,
 enums and `additionalProperties` maps.
@@ -200,9 +200,15 @@ def tiny() -> list[dict[str, Any]]:
 
 
 def plain() -> list[dict[str, Any]]:
-    """Two tools without an outputSchema, as most servers list them."""
+    """Tools without an outputSchema, as most servers list them; one reads the open world."""
     health = {key: value for key, value in _PING.items() if key != "outputSchema"}
-    return [copy.deepcopy(_LIST_ORDERS), {**copy.deepcopy(health), "name": "health"}]
+    fetch_page = {
+        "name": "fetch_page",
+        "description": "The text of a web page.",
+        "inputSchema": {"type": "object", "properties": {"url": {"type": "string"}}, "required": ["url"]},
+        "annotations": {"readOnlyHint": True, "openWorldHint": True},
+    }
+    return [copy.deepcopy(_LIST_ORDERS), {**copy.deepcopy(health), "name": "health"}, fetch_page]
 
 
 LISTINGS: dict[str, Callable[[], list[dict[str, Any]]]] = {

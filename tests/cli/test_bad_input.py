@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import pty
+import signal
 import socket
 import subprocess
 import sys
@@ -90,6 +91,42 @@ def test_an_unreachable_url(run_cli: CliRunner) -> None:
         result = run_cli("profile", "--url", url)
     assert_one_line_error(result, 10, f"{url}: cannot reach the server (ConnectError: ")
     assert result.err.rstrip().endswith("while connecting")
+
+
+def test_a_call_that_never_returns_is_timed_out(run_cli: CliRunner) -> None:
+    args = ("profile", "--call", "ping", "--call-timeout", "1", "--")
+    result = run_cli(*args, *fixture_server("tiny", "--fault", "hang-on-call"))
+    assert_one_line_error(result, 14, "--fault hang-on-call: no answer within 1 s while calling the tool")
+
+
+def test_credentials_in_a_url_stay_out_of_messages(run_cli: CliRunner) -> None:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+        result = run_cli("profile", "--url", f"http://user:s3cret@127.0.0.1:{port}/mcp")
+    assert_one_line_error(
+        result, 10, f"mcp-tokens: error: http://127.0.0.1:{port}/mcp: cannot reach the server"
+    )
+    assert "s3cret" not in result.err
+
+
+def test_a_bug_is_reported_as_one_line_with_its_own_code(
+    run_cli: CliRunner, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from opentelemetry.exporter.mcp_tokens.cli import profile
+
+    def broken(*args: object) -> None:
+        raise RuntimeError("simulated bug")
+
+    monkeypatch.setattr(profile, "build_profile", broken)
+    result = run_cli("profile", "--", *fixture_server("tiny"))
+    assert result.code == 70
+    assert result.err == (
+        "mcp-tokens: internal error: RuntimeError: simulated bug "
+        "(a bug; rerun with --debug for a traceback)\n"
+    )
+    debug = run_cli("--debug", "profile", "--", *fixture_server("tiny"))
+    assert debug.code == 70 and "Traceback (most recent call last)" in debug.err
 
 
 def test_an_unknown_tool_call(run_cli: CliRunner) -> None:
@@ -227,3 +264,21 @@ def test_progress_is_shown_on_a_terminal() -> None:
     ):
         assert message in progress
     assert "mcp-tokens profile: fixture-shop" in completed.stdout  # the table still goes to stdout
+
+
+def test_ctrl_c_stops_cleanly() -> None:
+    env = {**os.environ, "PYTHONPATH": str(REPO_ROOT)}
+    env["PATH"] = os.pathsep.join([str(Path(sys.executable).parent), env.get("PATH", "")])
+    argv = [sys.executable, "-m", "opentelemetry.exporter.mcp_tokens.cli", "profile", "--"]
+    process = subprocess.Popen(
+        [*argv, *fixture_server("shop_v1", "--fault", "hang-on-list")],
+        cwd=REPO_ROOT,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    time.sleep(2.0)  # started and waiting for the listing
+    process.send_signal(signal.SIGINT)
+    out, err = process.communicate(timeout=30)
+    assert (process.returncode, out, err) == (130, "", "mcp-tokens: interrupted\n")

@@ -260,8 +260,9 @@ def test_identical_advice_is_given_once_for_all_its_tools(run_cli: CliRunner) ->
     (line,) = [line for line in markdown.splitlines() if "(unknown-bound)" in line]
     assert line.startswith("- **info** `list_orders`, `health`: No outputSchema: declare one")
     table = run_cli("profile", "--", *fixture_server("plain")).out
-    assert table.count("No outputSchema") == 1
-    assert "list_orders, health" in table
+    assert table.count("No outputSchema: declare one") == 1
+    assert "  info    list_orders, health No outputSchema: declare one" in table
+    assert "  warning fetch_page          No outputSchema on an open-world tool (openWorldHint)" in table
     assert json.loads(run_cli("profile", "--format", "json", "--", *fixture_server("plain")).out)["tools"][1][
         "recommendations"
     ] == [

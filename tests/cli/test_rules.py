@@ -44,6 +44,17 @@ CASES: list[tuple[str, dict[str, Any], str]] = [
         {"has_output_schema": False, "bound": "unknown", "risk": None, "structured_tokens": None},
         "outputSchema",
     ),
+    (
+        "unknown-bound-open-world",
+        {
+            "has_output_schema": False,
+            "bound": "unknown",
+            "risk": None,
+            "structured_tokens": None,
+            "open_world": True,
+        },
+        "open-world tool (openWorldHint)",
+    ),
     ("long-description", {"description_tokens": 301}, "301 tokens"),
     ("huge-enum", {"largest_enum": 33, "largest_enum_tokens": 140}, "input $.sort lists 33 enum values"),
     ("deep-schema", {"depth": 6}, "6 levels deep (at output $.items)"),

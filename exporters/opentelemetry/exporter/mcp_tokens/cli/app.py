@@ -70,20 +70,21 @@ def _split_command(arguments: list[str]) -> tuple[list[str], list[str]]:
 
 @contextlib.contextmanager
 def _library_noise(debug: bool) -> Iterator[None]:
-    """Silence SDK and transport logs and warnings (they would print tracebacks), unless --debug."""
+    """Silence SDK and transport logs and warnings (they would print tracebacks), unless --debug,
+    which shows them all on stderr. The logging and warning state is restored afterwards."""
     root = logging.getLogger()
-    if debug:
-        logging.basicConfig(level=logging.DEBUG, stream=sys.stderr)
-        yield
-        return
-    handler = logging.NullHandler()
+    level = root.level
+    handler: logging.Handler = logging.StreamHandler(sys.stderr) if debug else logging.NullHandler()
     root.addHandler(handler)
+    if debug:
+        root.setLevel(logging.DEBUG)
     try:
         with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
+            warnings.simplefilter("default" if debug else "ignore")
             yield
     finally:
         root.removeHandler(handler)
+        root.setLevel(level)
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -23,6 +23,7 @@ from collections.abc import AsyncIterator, Iterator, Mapping
 from dataclasses import dataclass, field
 from enum import Enum
 from typing import IO, Any, Protocol
+from urllib.parse import urlsplit, urlunsplit
 
 import anyio
 
@@ -51,8 +52,14 @@ class Target:
     protocol: str = "auto"  # mcp 2.x: "auto" (server/discover, then fallback) or "legacy"
 
     def describe(self) -> str:
+        """How the server is named in output and errors (credentials in a URL are left out)."""
         if self.url is not None:
-            return self.url
+            parts = urlsplit(self.url)
+            if parts.username is None and parts.password is None:
+                return self.url
+            host = parts.hostname or ""
+            netloc = f"{host}:{parts.port}" if parts.port is not None else host
+            return urlunsplit(parts._replace(netloc=netloc))
         return " ".join(self.command)
 
 

@@ -188,6 +188,7 @@ def _tool_profile(
         assumptions=settings.assumptions,
         call=measured,
         description_tokens=count(_description(tool)),
+        open_world=_annotation(tool, "openWorldHint") is True,
     )
     title = tool.get("title")
     return ToolProfile(
@@ -233,6 +234,7 @@ def tool_facts(
     assumptions: Assumptions,
     call: CallProfile | None,
     description_tokens: int,
+    open_world: bool = False,
 ) -> rules.ToolFacts:
     stats, inputs = output.stats, definition.input_stats
     deepest = stats if stats.depth >= inputs.depth else inputs
@@ -268,6 +270,7 @@ def tool_facts(
         largest_enum_path=("input " if enum is inputs else "output ") + enum.largest_enum_path,
         largest_enum_tokens=enum.largest_enum_tokens,
         text_copy=assumptions.text_copy,
+        open_world=open_world,
         nominal_note=" at the assumed sizes of its unbounded parts"
         if output.bound is Bound.UNBOUNDED
         else "",
@@ -283,6 +286,11 @@ def _call_profile(outcome: CallOutcome, analyzer: Analyzer) -> CallProfile:
         analysis=analysis,
         is_error=outcome.result.get("isError") is True,
     )
+
+
+def _annotation(tool: Mapping[str, Any], name: str) -> object:
+    annotations = tool.get("annotations")
+    return annotations.get(name) if isinstance(annotations, Mapping) else None
 
 
 def _description(tool: Mapping[str, Any]) -> str:

@@ -58,6 +58,7 @@ class ToolFacts:
     largest_enum_path: str
     largest_enum_tokens: int
     text_copy: bool
+    open_world: bool = False  # annotations.openWorldHint is true
     nominal_note: str = ""  # set when the worst case uses the assumed sizes of unbounded parts
     measured: bool = False
     measured_tokens: int = 0
@@ -148,9 +149,16 @@ TOOL_RULES: tuple[Rule[ToolFacts], ...] = (
         "shorter fields.",
     ),
     Rule(
+        "unknown-bound-open-world",
+        Severity.WARNING,
+        lambda f: not f.has_output_schema and f.open_world,
+        "No outputSchema on an open-world tool (openWorldHint): what it returns comes from outside your "
+        "server, so declare an outputSchema with maxItems and maxLength, and truncate to it.",
+    ),
+    Rule(
         "unknown-bound",
         Severity.INFO,
-        lambda f: not f.has_output_schema,
+        lambda f: not f.has_output_schema and not f.open_world,
         "No outputSchema: declare one, with maxItems and maxLength, so its response size can be checked "
         "before it ships.",
     ),
