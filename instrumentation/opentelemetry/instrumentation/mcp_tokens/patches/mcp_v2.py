@@ -57,10 +57,10 @@ class McpV2Patcher:
         modern_versions = _modern_versions()
         mcp_error = modules["mcp.shared.exceptions"].MCPError
         try:
-            ServerHooks(self._pipeline, modern_versions, mcp_error).patch(
-                self._patches, modules["mcp.server.runner"]
-            )
-            ClientHooks(self._pipeline, self._tracer, modern_versions, mcp_error).patch(
+            server = ServerHooks(self._pipeline, modern_versions, mcp_error)
+            server.patch(self._patches, modules["mcp.server.runner"])
+            client = ClientHooks(self._pipeline, self._tracer, modern_versions, mcp_error, server.loop_of)
+            client.patch(
                 self._patches,
                 modules["mcp.shared.jsonrpc_dispatcher"],
                 modules["mcp.client.session"].ClientSession,

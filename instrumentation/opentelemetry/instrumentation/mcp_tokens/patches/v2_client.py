@@ -47,6 +47,7 @@ from .v2_common import (
     safely,
     target_of,
 )
+from .v2_server import LoopSession
 from .v2_server_call import current_server_call
 from .v2_spans import Handoff, end_quietly
 from .v2_transport import CLIENT_TRANSPORT, NO_TRANSPORT
@@ -62,9 +63,15 @@ _PENDING: ContextVar[ClientCall | None] = ContextVar("mcp_tokens_v2_client_call"
 
 class ClientHooks:
     def __init__(
-        self, pipeline: Pipeline, tracer: Tracer, modern_versions: frozenset[str], mcp_error: Any
+        self,
+        pipeline: Pipeline,
+        tracer: Tracer,
+        modern_versions: frozenset[str],
+        mcp_error: Any,
+        server_loop: Callable[[Any], LoopSession | None] = lambda dispatcher: None,
     ) -> None:
         self._pipeline = pipeline
+        self._server_loop = server_loop
         self._modern_versions = modern_versions
         self._reporter = Reporter(pipeline, tracer, mcp_error)
         self._sessions: WeakKeyDictionary[Any, SessionInfo] = WeakKeyDictionary()
@@ -186,6 +193,7 @@ class ClientHooks:
         span_attributes: dict[str, AttributeValue] = {}
         version: object = None
         server = current_server_call() if info is None else None
+        loop = self._server_loop(dispatcher) if info is None and server is None else None
         if server is not None:
             # The server's own request to its client (sampling/createMessage...): reported by
             # the server, measured as the sender's (client) operation. Only the transport
@@ -193,6 +201,10 @@ class ClientHooks:
             side, server_name, version = Side.SERVER, server.exchange.server_name, server.ctx.protocol_version
             metric.update(server.transport.metric)
             span_attributes.update(server.transport.metric)
+        elif loop is not None:  # the server's own request outside any request it serves
+            side, server_name = Side.SERVER, loop.server_name
+            metric.update(loop.transport.metric)
+            span_attributes.update(loop.transport.metric)
         elif info is not None:
             session = info.session()
             server_name = info.server_name or server_name_of(session)

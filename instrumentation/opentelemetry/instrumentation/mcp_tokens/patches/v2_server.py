@@ -60,6 +60,7 @@ class LoopSession:
     key: str = field(default_factory=lambda: uuid.uuid4().hex)
     started: float = field(default_factory=time.monotonic)
     transport: TransportInfo = NO_TRANSPORT
+    server_name: str | None = None
     served: bool = False
 
 
@@ -69,6 +70,16 @@ class ServerHooks:
         self._modern_versions = modern_versions
         self._mcp_error = mcp_error
         self._loops: WeakKeyDictionary[Any, LoopSession] = WeakKeyDictionary()
+        # A loop connection's dispatcher -> its session: requests the server sends on it
+        # outside any request it serves (a keep-alive ping) are still the server's.
+        self._outbound: WeakKeyDictionary[Any, LoopSession] = WeakKeyDictionary()
+
+    def loop_of(self, dispatcher: Any) -> LoopSession | None:
+        """The server loop connection that sends through `dispatcher`, if any."""
+        try:
+            return self._outbound.get(dispatcher)
+        except TypeError:  # not weak-referenceable: not one of ours
+            return None
 
     # --- patching --------------------------------------------------------------------
     def patch(self, patches: PatchSet, runner_module: Any) -> None:
@@ -170,6 +181,7 @@ class ServerHooks:
         loop = self._loops.get(runner.connection)
         if loop is not None and not loop.served:
             loop.served, loop.transport = True, transport
+            loop.server_name = getattr(runner.server, "name", None)
         return transport
 
     def _budget(self, runner: Any, ctx: Any) -> BudgetRef | None:
@@ -244,7 +256,10 @@ class ServerHooks:
     ) -> Any:
         connection = wrapped(*args, **kwargs)
         try:
-            self._loops[connection] = LoopSession()
+            loop = self._loops[connection] = LoopSession()
+            outbound = args[0] if args else kwargs.get("outbound")
+            if outbound is not None:
+                self._outbound[outbound] = loop
         except Exception:
             _logger.debug("mcp-tokens could not follow a server connection", exc_info=True)
         return connection
