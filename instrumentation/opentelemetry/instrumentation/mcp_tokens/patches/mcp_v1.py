@@ -8,16 +8,19 @@ off the caller's path. Session durations come from `v1_sessions`, network attrib
 transport session ids from `transports`. FastMCP (bundled) and standalone fastmcp 3 sit
 on the same SDK classes and are covered by the same patches.
 
-Patch points (mcp 1.30.0 line numbers):
+Patch points (mcp 1.30.0 line numbers; the same signatures since 1.23):
 - `mcp.shared.session.BaseSession.send_request` (shared/session.py:240), `._handle_response`
-  (:481), `.__aenter__`/`.__aexit__`, `RequestResponder.respond` (:119);
+  (:481), `.__aenter__` (:221), `.__aexit__` (:227); `RequestResponder.respond` (:119);
 - `mcp.server.lowlevel.server.Server._handle_request` (server/lowlevel/server.py:725);
 - `mcp.server.session.ServerSession._received_request` (server/session.py:175),
   `mcp.client.session.ClientSession._received_request` (client/session.py:570);
-- transports: `mcp.client.stdio.stdio_client`, `mcp.client.sse.sse_client`,
+- transports: `mcp.client.stdio.stdio_client` (client/stdio/__init__.py:106),
+  `mcp.client.sse.sse_client` (client/sse.py:35),
   `mcp.client.streamable_http.StreamableHTTPTransport.post_writer` (:542),
-  `mcp.server.stdio.stdio_server`, `mcp.server.sse.SseServerTransport.connect_sse`,
-  `mcp.server.streamable_http.StreamableHTTPServerTransport.connect` (:1023).
+  `mcp.server.stdio.stdio_server` (server/stdio.py:34),
+  `mcp.server.sse.SseServerTransport.connect_sse` (server/sse.py:141),
+  `mcp.server.streamable_http.StreamableHTTPServerTransport.connect` (:1024); the module
+  functions also where `mcp`, the bundled FastMCP and fastmcp 3 re-export them by name.
 """
 
 from __future__ import annotations
