@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import pty
+import re
 import signal
 import socket
 import subprocess
@@ -14,6 +15,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.cli import listings
 from tests.cli.conftest import REPO_ROOT, CliRunner, fixture_server
 
 SERVER = "python -m tests.cli.fixture_server --listing shop_v1"
@@ -282,3 +284,23 @@ def test_ctrl_c_stops_cleanly() -> None:
     process.send_signal(signal.SIGINT)
     out, err = process.communicate(timeout=30)
     assert (process.returncode, out, err) == (130, "", "mcp-tokens: interrupted\n")
+
+
+def test_hostile_names_stay_inert_in_every_format(run_cli: CliRunner) -> None:
+    table = run_cli("profile", "--", *fixture_server("hostile"))
+    assert table.code == 0, table.err
+    assert "\x1b" not in table.out and "\x07" not in table.out
+    assert "\\x1b]0;pwned\\x07\\x1b[2J" in table.out  # shown, not sent to the terminal
+    assert "[/bold]" in table.out  # printed as text, not taken as rich markup
+    markdown = run_cli("profile", "--format", "markdown", "--", *fixture_server("hostile")).out
+    outside_code = re.sub(r"(`+)(.+?)\1", "", markdown)
+    assert "![" not in outside_code  # an image needs "![": the bracket is escaped ("!\\[")
+    ours = ("<sub>", "</sub>", "<version>")  # the renderer's own tags, and conftest.normalise's
+    assert re.search(r"(?<!\\)<", re.sub("|".join(ours), "", outside_code)) is None
+    assert "``evil`\\[/bold]" not in markdown  # names are code spans fenced past their backticks
+    assert "``evil`[/bold]\\x1b]0;pwned" in markdown
+    document = json.loads(run_cli("profile", "--format", "json", "--", *fixture_server("hostile")).out)
+    assert document["tools"][0]["name"] == listings.HOSTILE_NAME  # JSON keeps the exact name
+    assert document["tools"][0]["output"]["unbounded"][0]["path"].endswith(
+        json.dumps(listings.HOSTILE_FIELD) + "]"
+    )

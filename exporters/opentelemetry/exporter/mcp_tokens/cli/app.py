@@ -44,7 +44,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             code: int = args.handler(args, tuple(command))
             return code
         except CliError as error:
-            print(f"{PROG}: error: {error.message}", file=sys.stderr)
+            print(f"{PROG}: error: {_one_line(error.message)}", file=sys.stderr)
             return int(error.code)
         except KeyboardInterrupt:
             print(f"{PROG}: interrupted", file=sys.stderr)
@@ -53,11 +53,18 @@ def main(argv: Sequence[str] | None = None) -> int:
             if args.debug:
                 traceback.print_exc()
             print(
-                f"{PROG}: internal error: {type(error).__name__}: {error} "
+                f"{PROG}: internal error: {type(error).__name__}: {_one_line(str(error))} "
                 "(a bug; rerun with --debug for a traceback)",
                 file=sys.stderr,
             )
             return int(ExitCode.INTERNAL)
+
+
+def _one_line(message: str) -> str:
+    """A message as one printable line: it may quote a server's stderr, names or URLs."""
+    from .texts import printable
+
+    return printable(" ".join(message.splitlines()))
 
 
 def _split_command(arguments: list[str]) -> tuple[list[str], list[str]]:
@@ -203,6 +210,7 @@ def _risk_gate(result: Any, fail_on: str | None) -> int:
 
 def _run_lock(args: argparse.Namespace, command: tuple[str, ...]) -> int:
     from . import lockfile, profile
+    from .texts import plural
 
     target = options.required_target(args, command)
     settings = options.settings(args)
@@ -214,7 +222,7 @@ def _run_lock(args: argparse.Namespace, command: tuple[str, ...]) -> int:
     lockfile.write(lock, path)
     risk = result.overall_risk.value if result.overall_risk is not None else "unknown"
     tools, tokens = len(lock.tools), lock.definition_tokens
-    print(f"wrote {path}: {tools} tools, {tokens:,} definition tokens, overall risk {risk}")
+    print(f"wrote {path}: {plural(tools, 'tool')}, {tokens:,} definition tokens, overall risk {risk}")
     return int(ExitCode.OK)
 
 

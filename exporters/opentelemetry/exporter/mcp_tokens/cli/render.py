@@ -101,8 +101,8 @@ def _profile_table(profile: ServerProfile, console: Any) -> None:
     from rich.table import Table
     from rich.text import Text
 
-    console.print(Text(f"mcp-tokens profile: {texts.server_title(profile)}", style="bold"))
-    console.print(Text(texts.connection(profile), style="dim"))
+    console.print(_text(f"mcp-tokens profile: {texts.server_title(profile)}", "bold"))
+    console.print(_text(texts.connection(profile), "dim"))
     table = Table(box=box.SIMPLE_HEAD, show_edge=False, header_style="bold", pad_edge=False)
     table.add_column("Tool", overflow="fold")
     for header in ("Definition", "Window", "Worst case"):
@@ -112,7 +112,7 @@ def _profile_table(profile: ServerProfile, console: Any) -> None:
     window = profile.settings.context_window
     for tool in profile.tools:
         table.add_row(
-            tool.name,
+            _text(tool.name),
             f"{tool.definition.tokens:,}",
             texts.share(tool.definition.tokens / window),
             texts.worst_case(tool),
@@ -152,19 +152,18 @@ def _output_fields(profile: ServerProfile, console: Any) -> None:
     console.print()
     console.print(Text("Worst-case tokens per output field", style="bold"))
     for tool in rows:
-        console.print(Text.assemble(("  " + tool.name, "bold"), ": ", texts.output_fields(tool)))
+        console.print(Text.assemble(_text("  " + tool.name, "bold"), ": ", _text(texts.output_fields(tool))))
 
 
 def _calls(profile: ServerProfile, console: Any) -> None:
-    from rich.text import Text
 
     for tool in profile.tools:
         if tool.call is None:
             continue
         console.print()
-        console.print(Text(f"Measured call: {tool.name}", style="bold"))
-        for line in render_markdown.call_lines(tool.call):
-            console.print(Text("  " + line.removeprefix("- ").replace("**", "")))
+        console.print(_text(f"Measured call: {tool.name}", "bold"))
+        for line in texts.call_lines(tool.call):
+            console.print(_text("  " + line))
 
 
 def _recommendations(profile: ServerProfile, console: Any) -> None:
@@ -184,8 +183,8 @@ def _recommendations(profile: ServerProfile, console: Any) -> None:
     for r, tools in recommendations:
         grid.add_row(
             Text("  " + r.severity.value, style=_SEVERITY_STYLES[r.severity]),
-            Text(", ".join(tools) or "(server)", style="bold"),
-            r.message,
+            _text(", ".join(tools) or "(server)", "bold"),
+            _text(r.message),
         )
     console.print(grid)
 
@@ -203,7 +202,7 @@ def _diff_table(result: DiffResult, console: Any) -> None:
         )
     )
     old, new = result.old, result.new
-    console.print(Text(texts.diff_sides(old.source, new.source), style="dim"))
+    console.print(_text(texts.diff_sides(old.source, new.source), "dim"))
     totals = texts.diff_totals(old.definition_tokens, new.definition_tokens, len(old.tools), len(new.tools))
     console.print(Text(totals, style="dim"))
     if not result.changes:
@@ -216,10 +215,19 @@ def _diff_table(result: DiffResult, console: Any) -> None:
     for change in result.changes:
         style = _CLASS_STYLES[change.change_class]
         table.add_row(
-            Text(change.change_class.value.upper(), style=style), change.tool or "(server)", change.message
+            Text(change.change_class.value.upper(), style=style),
+            _text(change.tool or "(server)"),
+            _text(change.message),
         )
     console.print()
     console.print(table)
+
+
+def _text(text: str, style: str = "") -> Any:
+    """A rich Text of untrusted text: no markup parsing, control characters shown, not sent."""
+    from rich.text import Text
+
+    return Text(texts.printable(text), style=style)
 
 
 class Spinner:

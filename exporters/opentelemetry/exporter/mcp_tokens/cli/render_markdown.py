@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import re
+
 from . import texts
 from .diff import DiffResult
-from .profile import CallProfile, ServerProfile
+from .profile import ServerProfile
 from .rules import Recommendation
 from .static import Bound
 
@@ -24,7 +26,7 @@ def profile_markdown(profile: ServerProfile) -> str:
     for tool in profile.tools:
         share = texts.share(tool.definition.tokens / window)
         lines.append(
-            f"| `{_escape(tool.name)}` | {tool.definition.tokens:,} | {share} | {texts.worst_case(tool)} "
+            f"| {_code(tool.name)} | {tool.definition.tokens:,} | {share} | {texts.worst_case(tool)} "
             f"| {tool.output.bound.value} | {texts.risk(tool.risk)} |"
         )
     lines.extend(_output_fields(profile))
@@ -35,7 +37,7 @@ def profile_markdown(profile: ServerProfile) -> str:
 
 def _output_fields(profile: ServerProfile) -> list[str]:
     rows = [
-        f"- `{_escape(tool.name)}`: {_escape(texts.output_fields(tool))}"
+        f"- {_code(tool.name)}: {_escape(texts.output_fields(tool))}"
         for tool in profile.tools
         if tool.output.bound is not Bound.UNKNOWN and tool.output.fields
     ]
@@ -46,28 +48,8 @@ def _calls(profile: ServerProfile) -> list[str]:
     lines: list[str] = []
     for tool in profile.tools:
         if tool.call is not None:
-            lines.extend(["", f"### Measured call: `{_escape(tool.name)}`", "", *call_lines(tool.call)])
-    return lines
-
-
-def call_lines(call: CallProfile) -> list[str]:
-    analysis = call.analysis
-    overhead = ", ".join(f"{kind.value} {tokens:,}" for kind, tokens in analysis.overhead) or "none"
-    error = ", an error result (isError)" if call.is_error else ""
-    lines = [
-        f"- response: **{analysis.tokens:,} tokens** ({analysis.risk.value}) in {analysis.block_count} "
-        f"block(s){error}",
-        f"- overhead: {overhead} ({analysis.overhead_ratio:.1%} of the response)",
-    ]
-    if analysis.padding:
-        for finding in analysis.padding:
-            detail = f": {finding.detail}" if finding.detail else ""
-            lines.append(
-                f"- padding: {finding.reason.value} in block {finding.block} at offset {finding.offset} "
-                f"(score {finding.score:.2f}){_escape(detail)}"
-            )
-    else:
-        lines.append("- padding: none found")
+            facts = [f"- {_escape(line)}" for line in texts.call_lines(tool.call)]
+            lines.extend(["", f"### Measured call: {_code(tool.name)}", "", *facts])
     return lines
 
 
@@ -76,7 +58,7 @@ def _recommendations(recommendations: list[tuple[Recommendation, list[str]]]) ->
         return ["", "No recommendations."]
     lines = ["", "### Recommendations", ""]
     for r, tools in recommendations:
-        where = ", ".join(f"`{_escape(tool)}`" for tool in tools) + ": " if tools else ""
+        where = ", ".join(_code(tool) for tool in tools) + ": " if tools else ""
         lines.append(f"- **{r.severity.value}** {where}{_escape(r.message)} <sub>({r.rule})</sub>")
     return lines
 
@@ -88,7 +70,7 @@ def diff_markdown(result: DiffResult) -> str:
     lines = [
         f"## mcp-tokens diff: {worst}",
         "",
-        f"`{_escape(old.source)}` → `{_escape(new.source)}`",
+        f"{_code(old.source)} → {_code(new.source)}",
         "",
         totals,
         "",
@@ -98,11 +80,25 @@ def diff_markdown(result: DiffResult) -> str:
         return "\n".join(lines) + "\n"
     lines.extend(["| Class | Tool | Change |", "|---|---|---|"])
     for change in result.changes:
-        tool = f"`{_escape(change.tool)}`" if change.tool else "(server)"
+        tool = _code(change.tool) if change.tool else "(server)"
         lines.append(f"| {change.change_class.value.upper()} | {tool} | {_escape(change.message)} |")
     return "\n".join(lines) + "\n"
 
 
+# Characters that could turn untrusted text into a link, an image (fetched when the comment is
+# viewed), HTML, a code span or a new table cell. Emphasis characters are left alone: at worst
+# they style text, and escaping them would make every snake_case name unreadable in the source.
+_MARKUP = re.compile(r"([\\`\[\]<>|])")
+
+
 def _escape(text: str) -> str:
-    """Neutralise the characters that would break a table cell or start markup."""
-    return text.replace("\\", "\\\\").replace("|", "\\|").replace("<", "&lt;").replace("\n", " ")
+    """Untrusted text (names, paths, messages) as inert Markdown, on one line."""
+    return _MARKUP.sub(r"\\\1", texts.printable(" ".join(text.splitlines())))
+
+
+def _code(text: str) -> str:
+    """Untrusted text as a code span, fenced by more backticks than it contains in a row."""
+    flat = texts.printable(" ".join(text.splitlines())).replace("|", "\\|")
+    fence = "`" * (max((len(run) for run in re.findall("`+", flat)), default=0) + 1)
+    padded = f" {flat} " if flat.startswith("`") or flat.endswith("`") else flat
+    return f"{fence}{padded}{fence}"

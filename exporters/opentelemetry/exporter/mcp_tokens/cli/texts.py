@@ -2,10 +2,25 @@
 
 from __future__ import annotations
 
+import re
+
 from opentelemetry.instrumentation.mcp_tokens.engine.risk import RiskTier
 
-from .profile import ServerProfile, ToolProfile
+from .profile import CallProfile, ServerProfile, ToolProfile
 from .static import Bound
+
+# C0 and C1 control characters and DEL: a server's names and messages could otherwise move the
+# cursor, retitle or clear the user's terminal (rich strips only a few of them).
+_CONTROL = re.compile("[\x00-\x1f\x7f-\x9f]")
+
+
+def printable(text: str) -> str:
+    """`text` with every control character shown as an escape (\\x1b), never interpreted."""
+    return _CONTROL.sub(lambda match: f"\\x{ord(match.group()):02x}", text)
+
+
+def plural(count: int, noun: str) -> str:
+    return f"{count:,} {noun}" if count == 1 else f"{count:,} {noun}s"
 
 
 def tokens(value: int | None) -> str:
@@ -43,7 +58,7 @@ def summary(profile: ServerProfile) -> str:
 def tax_summary(profile: ServerProfile) -> str:
     window = profile.settings.context_window
     return (
-        f"{len(profile.tools)} tools · {profile.definition_tokens:,} definition tokens "
+        f"{plural(len(profile.tools), 'tool')} · {profile.definition_tokens:,} definition tokens "
         f"({share(profile.definition_share)} of a {window:,}-token window)"
     )
 
@@ -62,7 +77,8 @@ def diff_totals(old_tokens: int, new_tokens: int, old_tools: int, new_tools: int
     change = (
         f" ({(new_tokens - old_tokens) / old_tokens:+.1%})" if old_tokens and new_tokens != old_tokens else ""
     )
-    return f"definition tax {old_tokens:,} → {new_tokens:,} tokens{change} · {old_tools} → {new_tools} tools"
+    tools = f"{old_tools} → {plural(new_tools, 'tool')}"
+    return f"definition tax {old_tokens:,} → {new_tokens:,} tokens{change} · {tools}"
 
 
 def connection(profile: ServerProfile) -> str:
@@ -77,3 +93,24 @@ def output_fields(tool: ToolProfile, limit: int = 6) -> str:
     if len(fields) > limit:
         shown.append(f"+{len(fields) - limit} more")
     return " · ".join(shown)
+
+
+def call_lines(call: CallProfile) -> list[str]:
+    """What the engine measured on a real response, one fact per line."""
+    analysis = call.analysis
+    error = ", an error result (isError)" if call.is_error else ""
+    overhead = ", ".join(f"{kind.value} {tokens:,}" for kind, tokens in analysis.overhead) or "none"
+    lines = [
+        f"response: {analysis.tokens:,} tokens ({analysis.risk.value}) in {analysis.block_count} "
+        f"block(s){error}",
+        f"overhead: {overhead} ({analysis.overhead_ratio:.1%} of the response)",
+    ]
+    for finding in analysis.padding:
+        detail = f": {finding.detail}" if finding.detail else ""
+        lines.append(
+            f"padding: {finding.reason.value} in block {finding.block} at offset {finding.offset} "
+            f"(score {finding.score:.2f}){detail}"
+        )
+    if not analysis.padding:
+        lines.append("padding: none found")
+    return lines
