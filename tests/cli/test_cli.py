@@ -279,3 +279,11 @@ def test_identical_advice_is_given_once_for_all_its_tools(run_cli: CliRunner) ->
 def test_a_clean_server_gets_no_recommendations(run_cli: CliRunner) -> None:
     result = run_cli("profile", "--format", "markdown", "--", *fixture_server("tiny"))
     assert result.out.endswith("\nNo recommendations.\n")
+
+
+def test_long_tool_lists_in_the_terminal_name_the_first_three() -> None:
+    from opentelemetry.exporter.mcp_tokens.cli.render import _tool_list
+
+    assert _tool_list([]) == "(server)"
+    assert _tool_list(["a", "b", "c"]) == "a, b, c"
+    assert _tool_list(["a", "b", "c", "d", "e"]) == "a, b, c +2 more"

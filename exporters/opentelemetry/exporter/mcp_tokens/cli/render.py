@@ -183,10 +183,18 @@ def _recommendations(profile: ServerProfile, console: Any) -> None:
     for r, tools in recommendations:
         grid.add_row(
             Text("  " + r.severity.value, style=_SEVERITY_STYLES[r.severity]),
-            _text(", ".join(tools) or "(server)", "bold"),
+            _text(_tool_list(tools), "bold"),
             _text(r.message),
         )
     console.print(grid)
+
+
+def _tool_list(tools: list[str], shown: int = 3) -> str:
+    """The tools one piece of advice applies to; the table above names them all."""
+    if not tools:
+        return "(server)"
+    more = f" +{len(tools) - shown} more" if len(tools) > shown else ""
+    return ", ".join(tools[:shown]) + more
 
 
 def _diff_table(result: DiffResult, console: Any) -> None:
