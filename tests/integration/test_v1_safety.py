@@ -10,6 +10,7 @@ import logging
 import sys
 from collections.abc import AsyncIterator, Iterator
 from datetime import timedelta
+from types import ModuleType
 from typing import Any
 
 import anyio
@@ -47,7 +48,7 @@ ALIAS_MODULES = (
 
 
 def patched_owners() -> list[Any]:
-    """Every class and module the 1.x patcher touches."""
+    """Every class and module the 1.x patcher may touch."""
     for name in ALIAS_MODULES:
         with contextlib.suppress(ImportError):
             importlib.import_module(name)
@@ -60,7 +61,20 @@ def patched_owners() -> list[Any]:
     from mcp.server.streamable_http import StreamableHTTPServerTransport
     from mcp.shared.session import BaseSession, RequestResponder
 
-    modules = ["mcp.client.stdio", "mcp.client.sse", "mcp.server.stdio", *ALIAS_MODULES]
+    # Transport functions are also wrapped in every module that imported them by name (the
+    # SDK's re-exports, fastmcp, this test harness): those modules are owners too.
+    homes = {
+        "stdio_client": "mcp.client.stdio",
+        "sse_client": "mcp.client.sse",
+        "stdio_server": "mcp.server.stdio",
+    }
+    originals = {name: vars(importlib.import_module(home))[name] for name, home in homes.items()}
+    loaded = {
+        id(m): m
+        for m in list(sys.modules.values())
+        if isinstance(m, ModuleType)
+        and any(vars(m).get(name) is original for name, original in originals.items())
+    }
     return [
         BaseSession,
         RequestResponder,
@@ -70,7 +84,7 @@ def patched_owners() -> list[Any]:
         StreamableHTTPTransport,
         SseServerTransport,
         StreamableHTTPServerTransport,
-        *(sys.modules[name] for name in modules if name in sys.modules),
+        *loaded.values(),
     ]
 
 

@@ -3,7 +3,7 @@
 Exact token counts for every MCP tool result, tool argument, tool listing, resource and
 prompt, with overhead, risk tier, context-budget utilisation and adversarial-padding
 findings, on the MCP semantic-convention spans and as metrics. Works with the MCP Python
-SDK 1.x (>= 1.24) and 2.x, and FastMCP on top of them, on the client and the server side.
+SDK 1.x (>= 1.23) and 2.x, and FastMCP on top of them, on the client and the server side.
 
 Usage
 -----

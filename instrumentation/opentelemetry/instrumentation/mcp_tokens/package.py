@@ -1,1 +1,1 @@
-_instruments = ("mcp >= 1.24, < 3",)
+_instruments = ("mcp >= 1.23, < 3",)

@@ -50,4 +50,4 @@ def select_patcher(version: tuple[int, int] | None) -> type[Patcher] | None:
 
 
 # The oldest 1.x whose patch points we test (see docs/telemetry.md, "Coverage").
-MIN_V1 = (1, 24)
+MIN_V1 = (1, 23)

@@ -33,7 +33,7 @@ from opentelemetry.instrumentation.mcp_tokens.pipeline import Pipeline
 from opentelemetry.trace import Tracer
 
 from . import MIN_V1, installed_mcp_version
-from .transports import PatchPoint, TransportPatches, TransportRegistry, wrap_with_aliases
+from .transports import PatchPoint, TransportPatches, TransportRegistry, wrap_everywhere
 from .v1_client import OutgoingRequests
 from .v1_sdk import SdkV1, load_sdk
 from .v1_server import IncomingRequests
@@ -87,7 +87,7 @@ class McpV1Patcher:
             for point in self._points(sdk):
                 key = _key(point.owner, point.name)
                 self._handlers[key] = point.handler
-                wrap_with_aliases(self._patches, point.owner, point.name, _trampoline(key), point.aliases)
+                wrap_everywhere(self._patches, point.owner, point.name, _trampoline(key))
         except BaseException:
             self._patches.restore()
             self._handlers.clear()

@@ -13,8 +13,9 @@ from __future__ import annotations
 import contextlib
 import logging
 import sys
+import types
 import weakref
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit
@@ -33,12 +34,11 @@ HTTP = "http"
 
 @dataclass(frozen=True)
 class PatchPoint:
-    """An attribute to wrap, the handler its wrapper calls, and modules re-exporting it by name."""
+    """An attribute to wrap and the handler its wrapper calls."""
 
     owner: Any
     name: str
     handler: Wrapper
-    aliases: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -132,7 +132,6 @@ class TransportPatches:
                 sdk.stdio_client_module,
                 "stdio_client",
                 self._context_wrapper(lambda args, kwargs, instance: TransportInfo(PIPE)),
-                ("mcp", "fastmcp.client.transports.stdio"),
             ),
             PatchPoint(
                 sdk.sse_client_module,
@@ -140,7 +139,6 @@ class TransportPatches:
                 self._context_wrapper(
                     lambda args, kwargs, instance: http_info(_argument(args, kwargs, 0, "url"))
                 ),
-                ("mcp.client.session_group", "fastmcp.client.transports.sse"),
             ),
             PatchPoint(
                 sdk.streamable_http_client_module.StreamableHTTPTransport, "post_writer", self._post_writer
@@ -149,12 +147,6 @@ class TransportPatches:
                 sdk.stdio_server_module,
                 "stdio_server",
                 self._context_wrapper(lambda args, kwargs, instance: TransportInfo(PIPE)),
-                (
-                    "mcp",
-                    "mcp.server.fastmcp.server",
-                    "fastmcp.server.mixins.transport",
-                    "fastmcp.server.low_level",
-                ),
             ),
             PatchPoint(
                 sdk.sse_server_module.SseServerTransport,
@@ -206,19 +198,32 @@ class TransportPatches:
         return await wrapped(*args, **kwargs)
 
 
-def wrap_with_aliases(
-    patches: PatchSet, module: Any, name: str, wrapper: Wrapper, alias_modules: Sequence[str]
-) -> None:
-    """Wrap `module.name`, and the same function where known modules already imported it by name.
+def wrap_everywhere(patches: PatchSet, owner: Any, name: str, wrapper: Wrapper) -> None:
+    """Wrap `owner.name` and, for a module-level function, every loaded module holding it by name.
 
-    Modules imported later pick up the wrapper from `module`; user modules are left alone.
+    A module that ran `from mcp.client.stdio import stdio_client` before `instrument()` (the
+    SDK's own re-exports, fastmcp, the application) keeps the original in its globals; it is
+    wrapped there too. Modules imported later pick up the wrapper from `owner`.
     """
-    original = vars(module).get(name)
-    patches.wrap(module, name, wrapper)
-    for alias in alias_modules:
-        loaded = sys.modules.get(alias)
-        if loaded is not None and original is not None and vars(loaded).get(name) is original:
-            patches.wrap(loaded, name, wrapper)
+    original = vars(owner).get(name) if isinstance(owner, types.ModuleType) else None
+    patches.wrap(owner, name, wrapper)
+    if original is None:
+        return
+    for module in _modules_holding(original, name):
+        if module is not owner:
+            try:
+                patches.wrap(module, name, wrapper)
+            except Exception:
+                _logger.debug("mcp-tokens could not patch %s.%s", module.__name__, name, exc_info=True)
+
+
+def _modules_holding(original: object, name: str) -> list[Any]:
+    modules: dict[int, Any] = {}  # one module may be in sys.modules under two names
+    for module in list(sys.modules.values()):
+        namespace = getattr(module, "__dict__", None)
+        if isinstance(namespace, dict) and namespace.get(name) is original:
+            modules[id(module)] = module
+    return list(modules.values())
 
 
 def _argument(args: tuple[Any, ...], kwargs: dict[str, Any], index: int, name: str) -> Any:
