@@ -133,8 +133,11 @@ def test_one_conversation_across_two_servers(telemetry: Telemetry, expected: Exp
     assert max(s.attributes["mcp_tokens.budget.utilization"] for s in client) == round(
         total / CONVERSATION_WINDOW, 6
     )
-    # The window is the agent's: servers only know the scope id, and use their default.
-    assert max(s.attributes["mcp_tokens.budget.utilization"] for s in server) == round(total / WINDOW, 6)
+    # The window is the agent's: it travels in baggage with the scope id, so the servers'
+    # utilisation is the conversation's, not a fraction of their own default window.
+    assert max(s.attributes["mcp_tokens.budget.utilization"] for s in server) == round(
+        total / CONVERSATION_WINDOW, 6
+    )
     assert case.points_of("mcp_tokens.budget.crossings", mcp_tokens__side="client") == []
 
 
@@ -143,12 +146,17 @@ def test_the_scope_travels_without_a_baggage_propagator(telemetry: Telemetry) ->
     propagate.set_global_textmap(TraceContextTextMapPropagator())
     try:
         telemetry.reset()
-        with budget_scope("conversation-7"):
+        with budget_scope("conversation-7", context_window=CONVERSATION_WINDOW):
             run_session(Target("lowlevel", "memory"), "sdk", ())
         spans, _ = telemetry.collect()
     finally:
         propagate.set_global_textmap(original)
     server = budgeted(spans, "SERVER")
     assert server and {s.attributes["mcp_tokens.budget.scope"] for s in server} == {"conversation-7"}
+    assert all(
+        s.attributes["mcp_tokens.budget.utilization"]
+        == round(s.attributes["mcp_tokens.budget.used"] / CONVERSATION_WINDOW, 6)
+        for s in server
+    )
     client_ids = {s.span_id for s in spans if s.kind == "CLIENT"}
     assert all(s.parent_id in client_ids for s in server)  # traceparent still parents them

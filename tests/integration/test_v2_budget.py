@@ -134,3 +134,18 @@ def test_without_a_scope_each_session_is_one_and_modern_servers_have_none(mode: 
         else:  # 2026-07-28: no session, no baggage, no server budget
             assert server == [None] * 8
             assert not select(telemetry.points("mcp_tokens.budget.utilization"), mcp_tokens__side="server")
+
+
+@pytest.mark.parametrize("mode", ["legacy", "auto"])
+def test_the_server_uses_the_context_window_the_agent_sent(mode: str) -> None:
+    # The server's own default window is 100x larger: its utilisation can only equal the
+    # client's if the scope's window travelled with the scope id in baggage.
+    with instrumented(context_window=100 * WINDOW) as telemetry:
+        calls = anyio.run(converse, mode, True)
+        states = expected_budget(calls)
+        spans = budget_spans(telemetry, SpanKind.SERVER)
+        assert len(spans) == len(states)
+        for span, (used, level, _) in zip(spans, states, strict=True):
+            attributes = span.attributes or {}
+            assert attributes["mcp_tokens.budget.utilization"] == round(used / WINDOW, 6)
+            assert attributes["mcp_tokens.budget.level"] == level

@@ -7,8 +7,8 @@ an application that runs one conversation across several servers says so:
         await session_a.call_tool(...)
         await session_b.call_tool(...)
 
-The scope id also travels to the servers in W3C baggage inside `_meta`, so their own
-telemetry charges the same conversation.
+The scope id (and its context window, when given) also travels to the servers in W3C
+baggage inside `_meta`, so their own telemetry charges the same conversation.
 """
 
 from __future__ import annotations
@@ -30,7 +30,12 @@ def budget_scope(scope_id: str, *, context_window: int | None = None) -> Iterato
     """Charge every MCP exchange inside the block to `scope_id` (and tell the servers)."""
     ref = BudgetRef(str(scope_id), context_window)
     token = _current.set(ref)
-    otel_token = context.attach(baggage.set_baggage(semconv.BAGGAGE_BUDGET_SCOPE, ref.key))
+    otel_context = baggage.set_baggage(semconv.BAGGAGE_BUDGET_SCOPE, ref.key)
+    if context_window is not None:
+        otel_context = baggage.set_baggage(
+            semconv.BAGGAGE_BUDGET_CONTEXT_WINDOW, str(context_window), otel_context
+        )
+    otel_token = context.attach(otel_context)
     try:
         yield ref
     finally:

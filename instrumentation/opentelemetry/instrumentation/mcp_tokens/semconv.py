@@ -75,6 +75,8 @@ DIRECTION_RESPONSE: Final = "response"
 
 # W3C baggage entry that carries the budget scope from an agent to the servers it calls.
 BAGGAGE_BUDGET_SCOPE: Final = "mcp_tokens.budget.scope"
+# and the context window that scope was given, so a server's utilisation uses the agent's window.
+BAGGAGE_BUDGET_CONTEXT_WINDOW: Final = "mcp_tokens.budget.context_window"
 
 # --- metrics ------------------------------------------------------------------------------
 CLIENT_OPERATION_DURATION: Final = "mcp.client.operation.duration"

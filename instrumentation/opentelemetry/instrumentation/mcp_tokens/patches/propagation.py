@@ -23,6 +23,7 @@ from opentelemetry.instrumentation.mcp_tokens.scope import current_budget_scope
 BAGGAGE_KEY = "baggage"
 # A scope id is a label-like key, not a document: longer values from a peer are ignored.
 MAX_SCOPE_CHARS = 256
+MAX_WINDOW_DIGITS = 10
 _BAGGAGE = W3CBaggagePropagator()
 
 
@@ -35,7 +36,7 @@ def inject_meta(meta: Mapping[str, Any] | None, context: Context, scope: BudgetR
     carrier: dict[str, str] = {}
     propagate.inject(carrier, context=context)
     if scope is not None and not _carries_scope(carrier.get(BAGGAGE_KEY)):
-        _add_scope(carrier, scope.key)
+        _add_scope(carrier, scope)
     merged = dict(meta) if meta else {}
     merged.update(carrier)
     return merged
@@ -67,8 +68,8 @@ def extract_headers(headers: Any) -> Context | None:
     return context if trace.get_current_span(context).get_span_context().is_valid else None
 
 
-def budget_scope_of(meta: Mapping[str, Any] | None) -> str | None:
-    """The budget scope a peer named in the W3C baggage of its `_meta`, if any.
+def budget_scope_of(meta: Mapping[str, Any] | None) -> BudgetRef | None:
+    """The budget scope (and its context window) a peer named in the W3C baggage of its `_meta`.
 
     Read with the W3C baggage format whatever propagators are configured, so the scope
     arrives even where baggage propagation is otherwise off.
@@ -76,22 +77,28 @@ def budget_scope_of(meta: Mapping[str, Any] | None) -> str | None:
     header = meta.get(BAGGAGE_KEY) if meta else None
     if not isinstance(header, str) or semconv.BAGGAGE_BUDGET_SCOPE not in header:
         return None
-    value = baggage.get_baggage(
-        semconv.BAGGAGE_BUDGET_SCOPE, _BAGGAGE.extract({BAGGAGE_KEY: header}, context=Context())
-    )
-    if isinstance(value, str) and 0 < len(value) <= MAX_SCOPE_CHARS:
-        return value
-    return None
+    return _scope_in(_BAGGAGE.extract({BAGGAGE_KEY: header}, context=Context()))
 
 
 def explicit_budget_scope() -> BudgetRef | None:
     """The scope the application chose: `budget_scope(...)`, else a scope in current baggage."""
     ref = current_budget_scope()
-    if ref is not None:
-        return ref
-    value = baggage.get_baggage(semconv.BAGGAGE_BUDGET_SCOPE)
-    if isinstance(value, str) and 0 < len(value) <= MAX_SCOPE_CHARS:
-        return BudgetRef(value)
+    return ref if ref is not None else _scope_in(None)
+
+
+def _scope_in(context: Context | None) -> BudgetRef | None:
+    value = baggage.get_baggage(semconv.BAGGAGE_BUDGET_SCOPE, context)
+    if not isinstance(value, str) or not 0 < len(value) <= MAX_SCOPE_CHARS:
+        return None
+    window = baggage.get_baggage(semconv.BAGGAGE_BUDGET_CONTEXT_WINDOW, context)
+    return BudgetRef(value, _context_window(window))
+
+
+def _context_window(value: object) -> int | None:
+    """A peer's context window: a plain positive integer of at most 10 digits, else ignored."""
+    if isinstance(value, str) and 0 < len(value) <= MAX_WINDOW_DIGITS and value.isascii() and value.isdigit():
+        window = int(value)
+        return window if window > 0 else None
     return None
 
 
@@ -99,9 +106,14 @@ def _carries_scope(header: str | None) -> bool:
     return header is not None and semconv.BAGGAGE_BUDGET_SCOPE + "=" in header
 
 
-def _add_scope(carrier: dict[str, str], scope: str) -> None:
+def _add_scope(carrier: dict[str, str], scope: BudgetRef) -> None:
     entry: dict[str, str] = {}
-    _BAGGAGE.inject(entry, context=baggage.set_baggage(semconv.BAGGAGE_BUDGET_SCOPE, scope, Context()))
+    context = baggage.set_baggage(semconv.BAGGAGE_BUDGET_SCOPE, scope.key, Context())
+    if scope.context_window is not None:
+        context = baggage.set_baggage(
+            semconv.BAGGAGE_BUDGET_CONTEXT_WINDOW, str(scope.context_window), context
+        )
+    _BAGGAGE.inject(entry, context=context)
     encoded = entry.get(BAGGAGE_KEY)
     if not encoded:
         return

@@ -197,10 +197,11 @@ class IncomingRequests:
         else this connection. A client answering its server charges nothing."""
         if state.role is not Side.SERVER:
             return None
-        scope = budget_scope_of(meta)
-        if scope is None:
-            info = self._sessions.transport(session)
-            scope = info.session_id() if info is not None else None
+        sent = budget_scope_of(meta)
+        if sent is not None:
+            return sent
+        info = self._sessions.transport(session)
+        scope = info.session_id() if info is not None else None
         return BudgetRef(scope or state.connection_scope())
 
     def _complete(self, call: _Incoming, responder: Any, response: object) -> None:

@@ -185,9 +185,9 @@ class ServerHooks:
         return transport
 
     def _budget(self, runner: Any, ctx: Any) -> BudgetRef | None:
-        scope = budget_scope_of(meta_of(ctx.params))
-        if scope is not None:
-            return BudgetRef(scope)
+        sent = budget_scope_of(meta_of(ctx.params))
+        if sent is not None:
+            return sent
         if ctx.protocol_version in self._modern_versions:
             return None  # 2026-07-28 has no session: only the client's baggage names a budget
         connection = runner.connection
