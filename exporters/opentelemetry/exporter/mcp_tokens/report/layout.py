@@ -1,0 +1,260 @@
+"""The report as titled tables of plain-text cells, shared by the terminal, Markdown, text and
+HTML renderers (each escapes the cells its own way; tool and server names come from peers).
+
+Every table is cut at `max_rows` rows; the JSON report always has every row.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from .model import RISK_ORDER, OperationRow, Report
+
+ESTIMATE_NOTE = (
+    "Calls and token sums are exact. p50≈ and p95≈ are estimates from the histogram buckets; "
+    "max is the exact largest response."
+)
+
+
+@dataclass(frozen=True)
+class Table:
+    title: str
+    headers: tuple[str, ...]
+    rows: tuple[tuple[str, ...], ...]
+    numeric: frozenset[int] = frozenset()  # right-aligned columns
+    names: frozenset[int] = frozenset()  # columns of peer-supplied names
+    omitted: int = 0
+    empty: str = "none"
+
+
+def number(value: float | None, digits: int = 0) -> str:
+    if value is None or math.isnan(value):
+        return "—"
+    if math.isinf(value):
+        return "+Inf"
+    return f"{value:,.{digits}f}"
+
+
+def approx(value: float | None) -> str:
+    return "—" if value is None else "≈" + number(value)
+
+
+def share(value: float | None) -> str:
+    if value is None or math.isnan(value):
+        return "—"
+    return "+Inf" if math.isinf(value) else f"{value:.1%}"
+
+
+def risk_cell(row: OperationRow) -> str:
+    return " · ".join(f"{tier} {row.risk[tier]:,}" for tier in RISK_ORDER if row.risk.get(tier)) or "—"
+
+
+def overhead_cell(row: OperationRow) -> str:
+    if not row.overhead_tokens:
+        return "—"
+    kinds = ", ".join(f"{kind} {number(tokens)}" for kind, tokens in sorted(row.overhead.items()) if tokens)
+    return f"{kinds} ({row.overhead_ratio:.1%})"
+
+
+def padding_cell(row: OperationRow) -> str:
+    return ", ".join(f"{reason} {count:,}" for reason, count in sorted(row.padding.items()) if count) or "—"
+
+
+def seconds(value: float | None) -> str:
+    if value is None or not math.isfinite(value):
+        return "—"
+    return f"{value * 1000:,.1f} ms" if value < 1 else f"{value:,.2f} s"
+
+
+def max_cell(row: OperationRow) -> str:
+    value = row.max
+    if value is None:
+        return "—"
+    return number(value) if row.max_is_exact else "≤" + number(value)
+
+
+def headline(report: Report) -> list[str]:
+    service = report.service or "unknown service"
+    lines = [f"mcp-tokens report: {service}"]
+    if report.generated_at:
+        lines.append(f"generated {report.generated_at}")
+    for totals in report.totals:
+        lines.append(
+            f"{totals.side}: {totals.calls:,} responses · {number(totals.response_tokens)} response tokens · "
+            f"{number(totals.request_tokens)} request tokens · {number(totals.overhead_tokens)} overhead · "
+            f"{totals.padding:,} padding findings · {number(totals.definition_tokens)} definition tokens"
+        )
+    if not report.totals:
+        lines.append("No MCP operation was analysed in this run.")
+    if report.dropped_series:
+        lines.append(f"{report.dropped_series:,} series over the report's limit were left out.")
+    return lines
+
+
+def verdict_lines(report: Report) -> list[str]:
+    verdict = report.verdict
+    gates = []
+    if verdict.fail_on:
+        gates.append(f"risk at or above {verdict.fail_on}")
+    if verdict.fail_on_padding:
+        gates.append("padding")
+    if not gates:
+        return []
+    if verdict.passed:
+        return [f"PASSED: no response hit the gates ({', '.join(gates)})."]
+    lines = [f"FAILED ({', '.join(gates)}): exit code {verdict.exit_code}"]
+    for failure in verdict.failures:
+        where = failure.target or "-"
+        server = f" on {failure.server}" if failure.server else ""
+        lines.append(f"{failure.rule}: {failure.side} {failure.method} {where}{server}: {failure.detail}")
+    return lines
+
+
+def tables(report: Report, max_rows: int) -> list[Table]:
+    return [
+        *_operations(report, max_rows),
+        _budgets(report, max_rows),
+        _definitions(report, max_rows),
+        _costs(report, max_rows),
+    ]
+
+
+def _cut(rows: Sequence[tuple[str, ...]], max_rows: int) -> tuple[tuple[tuple[str, ...], ...], int]:
+    return tuple(rows[:max_rows]), max(0, len(rows) - max_rows)
+
+
+OPERATION_HEADERS = (
+    "Operation",
+    "Tool / prompt",
+    "Calls",
+    "Response tokens",
+    "Mean",
+    "p50≈",
+    "p95≈",
+    "Max",
+    "Risk",
+    "Overhead",
+    "Padding",
+    "p95≈ time",
+)
+
+
+def _operation_cells(row: OperationRow) -> tuple[str, ...]:
+    return (
+        row.method,
+        row.target or "-",
+        f"{row.calls:,}",
+        number(row.response_tokens),
+        number(row.mean),
+        approx(row.p50),
+        approx(row.p95),
+        max_cell(row),
+        risk_cell(row),
+        overhead_cell(row),
+        padding_cell(row),
+        seconds(row.duration.quantile(0.95)) if row.duration else "—",
+    )
+
+
+def _operations(report: Report, max_rows: int) -> list[Table]:
+    """One table per side and server (the rows are sorted that way), `max_rows` rows in all."""
+    groups: dict[tuple[str, str], list[OperationRow]] = {}
+    for row in report.rows:
+        groups.setdefault((row.side, row.server), []).append(row)
+    if not groups:
+        return [Table("Responses", OPERATION_HEADERS, (), empty="No MCP operation was analysed.")]
+    found, budget = [], max_rows
+    for (side, server), rows in groups.items():
+        shown = rows[: max(0, budget)]
+        budget -= len(shown)
+        title = f"Responses, {side} side, server {server}" if server else f"Responses, {side} side"
+        if not shown:
+            title += f": {len(rows):,} rows in the JSON report"
+        found.append(
+            Table(
+                title,
+                OPERATION_HEADERS,
+                tuple(_operation_cells(row) for row in shown),
+                numeric=frozenset({2, 3, 4, 5, 6, 7}),
+                names=frozenset({1}),
+                omitted=len(rows) - len(shown),
+                empty="(not shown: over the row limit)",
+            )
+        )
+    return found
+
+
+def _budgets(report: Report, max_rows: int) -> Table:
+    rows = []
+    for budget in report.budgets:
+        crossings = ", ".join(
+            f"{level} {count:,}" for (side, level), count in report.crossings.items() if side == budget.side
+        )
+        peak = share(budget.peak) if budget.peak_is_exact or budget.peak is None else "≤" + share(budget.peak)
+        rows.append(
+            (
+                budget.side,
+                budget.server or "?",
+                f"{budget.observations:,}",
+                peak,
+                "≈" + share(budget.p95) if budget.p95 is not None else "—",
+                share(budget.mean),
+                crossings or "—",
+            )
+        )
+    shown, omitted = _cut(rows, max_rows)
+    return Table(
+        "Context budget utilisation (per side and server; crossings per side)",
+        ("Side", "Server", "Observations", "Peak", "p95≈", "Mean", "Scopes crossing"),
+        shown,
+        numeric=frozenset({2, 3, 4, 5}),
+        names=frozenset({1}),
+        omitted=omitted,
+        empty="No budget scope was charged.",
+    )
+
+
+def _definitions(report: Report, max_rows: int) -> Table:
+    totals: dict[tuple[str, str], float] = {}
+    for d in report.definitions:
+        totals[(d.side, d.server)] = totals.get((d.side, d.server), 0.0) + d.tokens
+    rows = [
+        (d.side, d.server or "?", d.tool, number(d.tokens), number(totals[(d.side, d.server)]))
+        for d in report.definitions
+    ]
+    shown, omitted = _cut(rows, max_rows)
+    return Table(
+        "Tool definition tokens (latest listing)",
+        ("Side", "Server", "Tool", "Tokens", "Server total"),
+        shown,
+        numeric=frozenset({3, 4}),
+        names=frozenset({1, 2}),
+        omitted=omitted,
+        empty="No tools/list was analysed.",
+    )
+
+
+def _costs(report: Report, max_rows: int) -> Table:
+    rows = [
+        (
+            cost.side,
+            cost.method,
+            f"{cost.analyses:,}",
+            seconds(cost.seconds),
+            seconds(cost.seconds / cost.analyses) if cost.analyses else "—",
+            seconds(cost.max_seconds),
+            ", ".join(f"{reason} {n:,}" for reason, n in sorted(cost.skipped.items()) if n) or "—",
+        )
+        for cost in report.costs
+    ]
+    shown, omitted = _cut(rows, max_rows)
+    return Table(
+        "Instrumentation cost (analysis off the response path)",
+        ("Side", "Operation", "Analyses", "Total", "Mean", "Max", "Skipped"),
+        shown,
+        numeric=frozenset({2, 3, 4, 5}),
+        omitted=omitted,
+        empty="Nothing was analysed.",
+    )

@@ -1,0 +1,131 @@
+"""The report as a JSON document (`format: mcp-tokens.report`, `version: 1`), with every row
+and a machine-readable verdict. Keys are sorted; token counts are integers; fractions and
+seconds are rounded to 6 decimals; a value that is not known is null."""
+
+from __future__ import annotations
+
+import json
+import math
+from typing import Any
+
+from .model import RISK_ORDER, OperationRow, Report
+from .series import Histogram
+
+REPORT_FORMAT = "mcp-tokens.report"
+VERSION = 1
+
+
+def render_json(report: Report) -> str:
+    return json.dumps(report_document(report), indent=2, sort_keys=True, ensure_ascii=False) + "\n"
+
+
+def report_document(report: Report) -> dict[str, Any]:
+    verdict = report.verdict
+    return {
+        "format": REPORT_FORMAT,
+        "version": VERSION,
+        "service": report.service,
+        "generated_at": report.generated_at,
+        "verdict": {
+            "passed": verdict.passed,
+            "fail_on": verdict.fail_on,
+            "fail_on_padding": verdict.fail_on_padding,
+            "exit_code": verdict.exit_code,
+            "failures": [vars(failure) for failure in verdict.failures],
+        },
+        "totals": [
+            {
+                "side": t.side,
+                "calls": t.calls,
+                "response_tokens": _number(t.response_tokens),
+                "request_tokens": _number(t.request_tokens),
+                "overhead_tokens": _number(t.overhead_tokens),
+                "padding": t.padding,
+                "definition_tokens": _number(t.definition_tokens),
+            }
+            for t in report.totals
+        ],
+        "operations": [_operation(row) for row in report.rows],
+        "budgets": [
+            {
+                "side": b.side,
+                "server": b.server,
+                "observations": b.observations,
+                "peak": _number(b.peak),
+                "peak_exact": b.peak_is_exact,
+                "p95_estimate": _number(b.p95),
+                "mean": _number(b.mean),
+            }
+            for b in report.budgets
+        ],
+        "crossings": [
+            {"side": side, "level": level, "scopes": count}
+            for (side, level), count in report.crossings.items()
+        ],
+        "definitions": [
+            {"side": d.side, "server": d.server, "tool": d.tool, "tokens": _number(d.tokens)}
+            for d in report.definitions
+        ],
+        "instrumentation": [
+            {
+                "side": c.side,
+                "method": c.method,
+                "analyses": c.analyses,
+                "seconds": _number(c.seconds),
+                "max_seconds": _number(c.max_seconds),
+                "skipped": dict(sorted(c.skipped.items())),
+            }
+            for c in report.costs
+        ],
+        "dropped_series": report.dropped_series,
+    }
+
+
+def _operation(row: OperationRow) -> dict[str, Any]:
+    return {
+        "side": row.side,
+        "server": row.server,
+        "method": row.method,
+        "target": row.target,
+        "calls": row.calls,
+        "response_tokens": _number(row.response_tokens),
+        "request_tokens": _number(row.request_tokens),
+        "mean": _number(row.mean),
+        "p50_estimate": _number(row.p50),
+        "p95_estimate": _number(row.p95),
+        "max": _number(row.max),
+        "max_exact": row.max_is_exact,
+        "risk": {tier: row.risk.get(tier, 0) for tier in RISK_ORDER},
+        "worst_risk": row.worst_risk,
+        "overhead": {kind: _number(tokens) for kind, tokens in sorted(row.overhead.items())},
+        "overhead_tokens": _number(row.overhead_tokens),
+        "overhead_ratio": _number(row.overhead_ratio),
+        "padding": dict(sorted(row.padding.items())),
+        "duration_s": _duration(row.duration),
+        "errors": row.errors,
+        "encodings": sorted(e for e in row.encodings if e),
+    }
+
+
+def _duration(histogram: Histogram | None) -> dict[str, Any] | None:
+    if histogram is None:
+        return None
+    return {
+        "count": histogram.count,
+        "sum": _number(histogram.total),
+        "p50_estimate": _number(histogram.quantile(0.5)),
+        "p95_estimate": _number(histogram.quantile(0.95)),
+        "max": _number(histogram.upper_bound()),
+    }
+
+
+def _number(value: float | int | None) -> float | int | None:
+    if value is None or isinstance(value, bool):
+        return value
+    if isinstance(value, int):
+        return value
+    if not math.isfinite(value):
+        return None
+    if value.is_integer() and abs(value) < 2**53:
+        return int(value)
+    return round(value, 6)

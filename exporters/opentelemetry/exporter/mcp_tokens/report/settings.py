@@ -1,0 +1,124 @@
+"""Settings of the report exporter, from `OTEL_EXPORTER_MCP_TOKENS_REPORT_*` variables.
+
+A value that does not parse is logged (once, at start-up) and its default is used, as for the
+instrumentation's own settings: a typo must never stop the host process.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+from .model import RISK_ORDER
+
+_logger = logging.getLogger(__name__)
+
+PREFIX = "OTEL_EXPORTER_MCP_TOKENS_REPORT_"
+PATH = PREFIX + "PATH"
+TERMINAL = PREFIX + "TERMINAL"
+FAIL_ON = PREFIX + "FAIL_ON"
+FAIL_ON_PADDING = PREFIX + "FAIL_ON_PADDING"
+FAIL_EXIT_CODE = PREFIX + "FAIL_EXIT_CODE"
+MAX_ROWS = PREFIX + "MAX_ROWS"
+
+FORMATS = {".json": "json", ".md": "markdown", ".markdown": "markdown", ".html": "html", ".txt": "text"}
+DEFAULT_FAIL_EXIT_CODE = 1
+DEFAULT_MAX_ROWS = 100
+MAX_PATHS = 8
+
+
+@dataclass(frozen=True)
+class ReportFile:
+    path: Path
+    format: str  # json, markdown, html, text
+
+
+@dataclass(frozen=True)
+class ReportSettings:
+    files: tuple[ReportFile, ...] = ()
+    terminal: bool = True
+    fail_on: str | None = None
+    fail_on_padding: bool = False
+    fail_exit_code: int = DEFAULT_FAIL_EXIT_CODE
+    max_rows: int = DEFAULT_MAX_ROWS
+
+    @property
+    def gates(self) -> bool:
+        return self.fail_on is not None or self.fail_on_padding
+
+    @classmethod
+    def from_env(cls, environ: Mapping[str, str] | None = None, pid: int | None = None) -> ReportSettings:
+        env = os.environ if environ is None else environ
+        service = env.get("OTEL_SERVICE_NAME", "") or "unknown_service"
+        return cls(
+            files=_files(env.get(PATH, ""), pid if pid is not None else os.getpid(), service),
+            terminal=_boolean(env, TERMINAL, True),
+            fail_on=_tier(env.get(FAIL_ON, "")),
+            fail_on_padding=_boolean(env, FAIL_ON_PADDING, False),
+            fail_exit_code=_integer(env, FAIL_EXIT_CODE, DEFAULT_FAIL_EXIT_CODE, 1, 255),
+            max_rows=_integer(env, MAX_ROWS, DEFAULT_MAX_ROWS, 1, 10_000),
+        )
+
+
+def _files(text: str, pid: int, service: str) -> tuple[ReportFile, ...]:
+    files = []
+    for raw in (part.strip() for part in text.split(",")):
+        if not raw:
+            continue
+        # {pid} and {service} keep the reports of several processes (a test suite and the
+        # servers it starts inherit the same environment) apart.
+        name = raw.replace("{pid}", str(pid)).replace("{service}", _safe(service))
+        path = Path(name).expanduser()
+        report_format = FORMATS.get(path.suffix.lower())
+        if report_format is None:
+            _logger.warning(
+                "%s: %r has no known extension (%s); it is ignored", PATH, raw, ", ".join(sorted(FORMATS))
+            )
+            continue
+        files.append(ReportFile(path, report_format))
+    if len(files) > MAX_PATHS:
+        _logger.warning("%s: only the first %d paths are written", PATH, MAX_PATHS)
+    return tuple(files[:MAX_PATHS])
+
+
+def _safe(text: str) -> str:
+    return "".join(c if c.isalnum() or c in "-_." else "_" for c in text)[:64] or "unknown_service"
+
+
+def _boolean(env: Mapping[str, str], name: str, default: bool) -> bool:
+    text = env.get(name, "").strip().lower()
+    if not text:
+        return default
+    if text in ("true", "1", "yes", "on"):
+        return True
+    if text in ("false", "0", "no", "off"):
+        return False
+    _logger.warning("%s=%r is not true or false; using %s", name, text, str(default).lower())
+    return default
+
+
+def _tier(text: str) -> str | None:
+    value = text.strip().lower()
+    if not value or value == "none":
+        return None
+    if value in RISK_ORDER:
+        return value
+    _logger.warning("%s=%r is not one of %s; the risk gate is off", FAIL_ON, text, ", ".join(RISK_ORDER))
+    return None
+
+
+def _integer(env: Mapping[str, str], name: str, default: int, low: int, high: int) -> int:
+    text = env.get(name, "").strip()
+    if not text:
+        return default
+    try:
+        value = int(text)
+    except ValueError:
+        value = low - 1
+    if not low <= value <= high:
+        _logger.warning("%s=%r is not an integer in %d..%d; using %d", name, text, low, high, default)
+        return default
+    return value
