@@ -5,6 +5,7 @@
     mcp-tokens lock -- python my_server.py                 # writes mcp-tokens.lock.json
     mcp-tokens diff mcp-tokens.lock.json -- python my_server.py
     mcp-tokens diff old.lock.json new.lock.json --format markdown
+    mcp-tokens top http://127.0.0.1:9464/metrics             # live view of an instrumented process
     mcp-tokens dashboards --out dashboards/
 
 Everything after `--` is the server command (stdio). Errors are one line on stderr with
@@ -153,6 +154,16 @@ def build_parser() -> argparse.ArgumentParser:
     options.add_output(diff)
     diff.set_defaults(handler=_run_diff)
 
+    top = commands.add_parser(
+        "top",
+        help="live token economics of an instrumented process, from its Prometheus /metrics",
+        description="Scrape URL (a Prometheus /metrics endpoint of a process run under "
+        "opentelemetry-instrument --metrics_exporter prometheus) and show tokens per second per tool, "
+        "risk, overhead, padding and budget utilisation, refreshed until Ctrl-C.",
+    )
+    options.add_top(top)
+    top.set_defaults(handler=_run_top)
+
     dashboards = commands.add_parser(
         "dashboards", help="generate the Grafana dashboards and Prometheus rules"
     )
@@ -173,7 +184,7 @@ def _exit_code_epilog() -> str:
 
 def _usage(parser: argparse.ArgumentParser) -> int:
     parser.print_usage(sys.stderr)
-    print(f"{PROG}: error: choose a command: profile, lock, diff, dashboards or rules", file=sys.stderr)
+    print(f"{PROG}: error: choose a command: profile, lock, diff, top, dashboards or rules", file=sys.stderr)
     return int(ExitCode.USAGE)
 
 
@@ -261,6 +272,14 @@ def _fetch(args: argparse.Namespace, target: Any, call: Any) -> Any:
 
     with render.Spinner(enabled=not args.quiet) as spinner:
         return connect.fetch(target, options.limits(args), spinner, call)
+
+
+def _run_top(args: argparse.Namespace, command: tuple[str, ...]) -> int:
+    from .top import run_top
+
+    if command:
+        raise CliError(ExitCode.USAGE, "top takes a URL, not a command after --")
+    return run_top(options.top_options(args))
 
 
 def _run_dashboards(args: argparse.Namespace, command: tuple[str, ...]) -> int:

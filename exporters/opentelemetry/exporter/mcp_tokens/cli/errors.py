@@ -23,6 +23,8 @@ class ExitCode(IntEnum):
     LISTING_MALFORMED = 12  # the tools/list result is not a valid listing
     LISTING_TOO_LARGE = 13  # the listing exceeds the size limits
     CALL_FAILED = 14  # --call: the server answered with a JSON-RPC error, or timed out
+    METRICS_UNREACHABLE = 15  # top: the /metrics endpoint could not be reached or answered an HTTP error
+    METRICS_MALFORMED = 16  # top: the answer is not Prometheus text, or larger than --max-bytes
     LOCK_INVALID = 20  # a lock file is missing, unreadable or not a valid lock file
     LOCK_INCOMPATIBLE = 21  # a lock file's format version or settings cannot be compared
     WRITE_FAILED = 22  # the lock file could not be written
@@ -41,6 +43,8 @@ EXIT_CODE_TABLE = (
     (ExitCode.LISTING_MALFORMED, "malformed tools/list result"),
     (ExitCode.LISTING_TOO_LARGE, "tools/list result over the size limits"),
     (ExitCode.CALL_FAILED, "--call failed (JSON-RPC error, timeout, connection lost)"),
+    (ExitCode.METRICS_UNREACHABLE, "top: /metrics endpoint unreachable or HTTP error"),
+    (ExitCode.METRICS_MALFORMED, "top: answer is not Prometheus text, or over --max-bytes"),
     (ExitCode.LOCK_INVALID, "lock file missing, unreadable or invalid"),
     (ExitCode.LOCK_INCOMPATIBLE, "lock file format version or settings incompatible"),
     (ExitCode.WRITE_FAILED, "lock file could not be written (nothing was changed)"),

@@ -212,3 +212,55 @@ def parse_json_object(text: str, flag: str) -> dict[str, Any]:
     if not isinstance(value, dict):
         raise CliError(ExitCode.USAGE, f"{flag}: expected a JSON object, got {type(value).__name__}")
     return value
+
+
+def add_top(parser: argparse.ArgumentParser) -> None:
+    from .top import DEFAULT_MAX_BYTES, DEFAULT_ROWS, MAX_ROWS
+
+    parser.add_argument("url", help="the /metrics endpoint, e.g. http://127.0.0.1:9464/metrics")
+    parser.add_argument(
+        "--interval",
+        type=positive(float),
+        default=2.0,
+        metavar="SECONDS",
+        help="seconds between scrapes (default: %(default)s)",
+    )
+    parser.add_argument("--once", action="store_true", help="print one snapshot (totals, no rates) and exit")
+    parser.add_argument(
+        "--rows",
+        type=_in_range(1, MAX_ROWS),
+        default=DEFAULT_ROWS,
+        metavar="N",
+        help=f"rows shown, busiest first (default: %(default)s, at most {MAX_ROWS})",
+    )
+    parser.add_argument(
+        "--timeout",
+        type=positive(float),
+        default=5.0,
+        metavar="SECONDS",
+        help="limit for one scrape (default: %(default)s)",
+    )
+    parser.add_argument(
+        "--max-bytes",
+        type=positive(int),
+        default=DEFAULT_MAX_BYTES,
+        metavar="N",
+        help="largest /metrics answer read (default: %(default)s)",
+    )
+
+
+def _in_range(low: int, high: int) -> Callable[[str], int]:
+    return _bounded(int, lambda value: low <= value <= high, f"an integer in {low}..{high}")
+
+
+def top_options(args: argparse.Namespace) -> Any:
+    from .top import TopOptions
+
+    return TopOptions(
+        url=args.url,
+        interval_s=args.interval,
+        once=args.once,
+        rows=args.rows,
+        timeout_s=args.timeout,
+        max_bytes=args.max_bytes,
+    )
