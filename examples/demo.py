@@ -10,6 +10,9 @@ Prometheus exporter, then a summary of what their `/metrics` endpoints say.
    levels. The client stays alive until its metrics have been read.
 3. Scrapes both `/metrics`, prints a per-tool table for each side and the key series lines,
    and stops both processes (bounded waits, SIGKILL as a last resort).
+4. Both processes also run the mcp-tokens report exporter (`--metrics_exporter
+   prometheus,mcp_tokens_report`), which writes a report of the run when a process exits;
+   the demo ends by printing the client's report and the server's totals.
 
 Exit status 0 when every call succeeded and both processes exported mcp-tokens series.
 """
@@ -23,20 +26,24 @@ import sys
 import tempfile
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from . import demo_content, metrics
 from .demo_client import MARKER
-from .processes import HOST, Child, free_port, prometheus_env, read_marked_line, start_module
+from .processes import HOST, Child, free_port, prometheus_env, read_marked_line, report_env, start_module
 
 STARTUP_TIMEOUT_S = 30.0
 CLIENT_TIMEOUT_S = 90.0
 METRICS_TIMEOUT_S = 30.0
 CLIENT_LINGER_S = 120.0
+REPORT_GRACE_S = 10.0
 SERVER_SERVICE = "mcp-tokens-demo-server"
 CLIENT_SERVICE = "mcp-tokens-demo-client"
+# Each process writes its report at exit as plain text (printed at the end) and JSON.
+REPORT_FORMATS = (".txt", ".json")
+REPORT_EXPORTERS = "prometheus,mcp_tokens_report"
 
 
 @dataclass
@@ -49,6 +56,34 @@ class DemoRun:
     server_metrics_port: int
     client_metrics_port: int
     seconds: float
+    # The report exporter's files, read once both processes exited: {side: {suffix: text}}.
+    reports: dict[str, dict[str, str]] = field(default_factory=dict)
+
+    def report_json(self, side: str) -> dict[str, Any]:
+        document: dict[str, Any] = json.loads(self.reports[side][".json"])
+        return document
+
+
+def report_paths(log_dir: Path, side: str) -> list[Path]:
+    return [log_dir / f"{side}-report{suffix}" for suffix in REPORT_FORMATS]
+
+
+def demo_env(service: str, metrics_port: int, log_dir: Path, side: str) -> dict[str, str]:
+    """Prometheus on `metrics_port` and the report exporter; its terminal copy goes to the log."""
+    return {
+        **prometheus_env(service, metrics_port),
+        "OTEL_METRICS_EXPORTER": REPORT_EXPORTERS,
+        **report_env(report_paths(log_dir, side)),
+    }
+
+
+def read_reports(log_dir: Path) -> dict[str, dict[str, str]]:
+    found: dict[str, dict[str, str]] = {}
+    for side in ("server", "client"):
+        for path in report_paths(log_dir, side):
+            if path.exists():
+                found.setdefault(side, {})[path.suffix] = path.read_text(encoding="utf-8")
+    return found
 
 
 def run(log_dir: Path, rounds: int = 3, keep_running_s: float = 0.0) -> DemoRun:
@@ -58,7 +93,7 @@ def run(log_dir: Path, rounds: int = 3, keep_running_s: float = 0.0) -> DemoRun:
         "demo-server",
         "examples.demo_server",
         ["--port", str(mcp_port)],
-        prometheus_env(SERVER_SERVICE, server_metrics_port),
+        demo_env(SERVER_SERVICE, server_metrics_port, log_dir, "server"),
         log_dir,
         ports=(mcp_port, server_metrics_port),
     )
@@ -76,7 +111,7 @@ def run(log_dir: Path, rounds: int = 3, keep_running_s: float = 0.0) -> DemoRun:
                 "--linger",
                 str(CLIENT_LINGER_S),
             ],
-            prometheus_env(CLIENT_SERVICE, client_metrics_port),
+            demo_env(CLIENT_SERVICE, client_metrics_port, log_dir, "client"),
             log_dir,
             stdout_pipe=True,
         )
@@ -92,7 +127,7 @@ def run(log_dir: Path, rounds: int = 3, keep_running_s: float = 0.0) -> DemoRun:
                 flush=True,
             )
             time.sleep(keep_running_s)
-        return DemoRun(
+        result = DemoRun(
             client_report=report,
             server_metrics=metrics.scrape(server_metrics_port),
             client_metrics=metrics.scrape(client_metrics_port),
@@ -101,9 +136,13 @@ def run(log_dir: Path, rounds: int = 3, keep_running_s: float = 0.0) -> DemoRun:
             seconds=time.monotonic() - started,
         )
     finally:
+        # Both exit through their exit hooks, so the report exporter writes its report: the
+        # client once its stdin closes, the server on SIGINT.
         if client is not None:
-            client.stop(grace_s=2.0)
-        server.stop()
+            client.stop(grace_s=REPORT_GRACE_S)
+        server.stop(interrupt=True)
+    result.reports = read_reports(log_dir)
+    return result
 
 
 # --- printing --------------------------------------------------------------------------------
@@ -206,10 +245,26 @@ def render(result: DemoRun) -> str:
             *series,
             "",
         ]
+    out += report_section(result)
     calls = sum(int(n) for n in result.client_report["calls"].values())
     errors = result.client_report["errors"]
     out.append(f"Demo finished in {result.seconds:.1f} s: {calls} tool calls, client errors: {errors}")
     return "\n".join(out)
+
+
+def report_section(result: DemoRun) -> list[str]:
+    """The client's report as its exporter wrote it at exit, and the server report's totals."""
+    out = [
+        "== mcp-tokens report of the client, written at its exit (--metrics_exporter "
+        + REPORT_EXPORTERS
+        + ") =="
+    ]
+    client = result.reports.get("client", {}).get(".txt")
+    out.append(client.rstrip() if client else "(the client wrote no report: see its log)")
+    server = result.reports.get("server", {}).get(".txt")
+    totals = [line for line in (server or "").splitlines() if line.startswith("server: ")]
+    out += ["", "== the server's report (same exporter) totals ==", *(totals or ["(no server report)"]), ""]
+    return out
 
 
 def has_token_series(text: str) -> bool:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import contextlib
 import os
 import shutil
+import signal
 import socket
 import subprocess
 import sys
@@ -64,6 +65,18 @@ def prometheus_env(service: str, metrics_port: int) -> dict[str, str]:
         "OTEL_TRACES_EXPORTER": "none",
         "OTEL_LOGS_EXPORTER": "none",
     }
+
+
+def report_env(paths: Sequence[Path], *, terminal: bool = True, **settings: str) -> dict[str, str]:
+    """The mcp-tokens report exporter's settings: report files (format by extension) and any
+    other `OTEL_EXPORTER_MCP_TOKENS_REPORT_<NAME>` given as `name=value`. Combine with the
+    exporter list, e.g. `OTEL_METRICS_EXPORTER=prometheus,mcp_tokens_report`."""
+    env = {
+        "OTEL_EXPORTER_MCP_TOKENS_REPORT_PATH": ",".join(str(path) for path in paths),
+        "OTEL_EXPORTER_MCP_TOKENS_REPORT_TERMINAL": "true" if terminal else "false",
+    }
+    env.update({f"OTEL_EXPORTER_MCP_TOKENS_REPORT_{name.upper()}": value for name, value in settings.items()})
+    return env
 
 
 def otlp_env(service: str, endpoint: str, export_interval_ms: int = 500) -> dict[str, str]:
@@ -122,8 +135,12 @@ class Child:
         if pending:
             raise TimeoutError(f"{self.name}: nothing listened on {HOST}:{pending} within {timeout_s} s")
 
-    def stop(self, timeout_s: float = STOP_TIMEOUT_S, grace_s: float = 0.0) -> int | None:
-        """Close stdin (a lingering client exits on that) and give it `grace_s`; then SIGTERM, a
+    def stop(
+        self, timeout_s: float = STOP_TIMEOUT_S, grace_s: float = 0.0, interrupt: bool = False
+    ) -> int | None:
+        """Close stdin (a lingering client exits on that) and give it `grace_s`; with `interrupt`,
+        SIGINT and a bounded wait (uvicorn re-raises SIGTERM after its shutdown, which skips exit
+        hooks such as the report exporter's; SIGINT ends it through them); then SIGTERM, a
         bounded wait, and SIGKILL as a last resort. Returns the exit code."""
         if self.process.stdin is not None:
             with contextlib.suppress(OSError):
@@ -131,6 +148,10 @@ class Child:
         if grace_s > 0:
             with contextlib.suppress(subprocess.TimeoutExpired):
                 self.process.wait(timeout=grace_s)
+        if interrupt and self.process.poll() is None:
+            self.process.send_signal(signal.SIGINT)
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                self.process.wait(timeout=timeout_s)
         if self.process.poll() is None:
             self.process.terminate()
             try:

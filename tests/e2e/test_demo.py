@@ -97,6 +97,24 @@ def test_demo_prints_real_numbers_and_stops_everything(tmp_path: Path) -> None:
     assert "budget crossings: warning 1, critical 1" in output.split("== client side")[1]
     assert re.search(r"^mcp_tokens_payload_sum\{.*mcp_tokens_side=\"server\"", output, re.MULTILINE)
     assert re.search(r"^mcp_client_operation_duration_seconds_count\{", output, re.MULTILINE)
+    # Both ran the report exporter too: its reports, written at exit, end the demo's output.
+    assert set(result.reports) == {"server", "client"}, logs
+    for side in ("server", "client"):
+        operations = result.report_json(side)["operations"]
+        by_tool = {o["target"]: o for o in operations if o["method"] == "tools/call"}
+        for tool, tier in TIER_TOOLS.items():
+            assert (by_tool[tool]["calls"], by_tool[tool]["risk"][tier]) == (calls[tool], calls[tool])
+        assert by_tool["policy_document"]["padding"]["invisible"] == calls["policy_document"]
+    assert result.report_json("client")["crossings"] == [
+        {"side": "client", "level": "critical", "scopes": 1},
+        {"side": "client", "level": "warning", "scopes": 1},
+    ]
+    section = output.split("== mcp-tokens report of the client", 1)[1]
+    assert "Responses, client side, server mcp-tokens-demo" in section
+    assert re.search(
+        r"^client\s+mcp-tokens-demo\s+\d+\s+[\d.]+%.*critical 1, warning 1$", section, re.MULTILINE
+    )
+    assert re.search(r"^server: \d+ responses · [\d,]+ response tokens", section, re.MULTILINE)
     # Both processes are gone: nothing serves their metrics any more.
     assert not port_accepts(result.server_metrics_port)
     assert not port_accepts(result.client_metrics_port)
