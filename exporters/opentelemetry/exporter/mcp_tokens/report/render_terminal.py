@@ -16,6 +16,7 @@ from .model import Report
 
 DEFAULT_WIDTH = 160
 MAX_NAME_WIDTH = 32
+MAX_PAGE_WIDTH = 400
 
 
 def render_terminal(report: Report, max_rows: int, stream: IO[str] | None = None) -> None:
@@ -57,13 +58,18 @@ def _print(report: Report, max_rows: int, console: Any) -> None:
     console.print(_text(lines[0], "bold"))
     for line in lines[1:]:
         console.print(_text(line, "dim"))
-    for table in layout.tables(report, max_rows):
+    tables = [(table, _table(table) if table.rows else None) for table in layout.tables(report, max_rows)]
+    # A page narrower than a table makes rich squeeze it, and its squeezing crops headers and
+    # drops last columns: print tables at their natural width instead (up to MAX_PAGE_WIDTH;
+    # a narrower terminal wraps the long lines, nothing is lost).
+    console.width = max([console.width, *(_natural_width(console, t) for _, t in tables if t is not None)])
+    for table, rendered in tables:
         console.print()
         console.print(_text(table.title, "bold"))
-        if not table.rows:
+        if rendered is None:
             console.print(_text("  " + table.empty, "dim"))
             continue
-        console.print(_table(table))
+        console.print(rendered)
         if table.omitted:
             console.print(_text(f"  +{table.omitted:,} more rows in the JSON report", "dim"))
     console.print()
@@ -82,18 +88,30 @@ def _table(table: layout.Table) -> Any:
 
     rendered = Table(box=box.SIMPLE_HEAD, show_edge=False, header_style="bold", pad_edge=False)
     for index, header in enumerate(table.headers):
-        # Names keep their width (up to a point) so that lists of findings wrap first.
+        # Headers and numbers are never cut (rich crops a header that does not fit) and names
+        # keep their width (up to a point), so that lists of findings wrap first.
         longest = max((len(row[index]) for row in table.rows), default=0)
+        if index in table.numeric:
+            min_width = max(longest, len(header))
+        elif index in table.names:
+            min_width = max(min(MAX_NAME_WIDTH, longest), len(header))
+        else:
+            min_width = len(header)
         rendered.add_column(
             header,
             justify="right" if index in table.numeric else "left",
             overflow="fold",
-            no_wrap=index in table.numeric,
-            min_width=min(MAX_NAME_WIDTH, longest) if index in table.names else None,
+            min_width=min_width,
         )
     for row in table.rows:
         rendered.add_row(*(_text(cell) for cell in row))
     return rendered
+
+
+def _natural_width(console: Any, rendered: Any) -> int:
+    from rich.measure import Measurement
+
+    return int(Measurement.get(console, console.options.update(width=MAX_PAGE_WIDTH), rendered).maximum)
 
 
 def _text(text: str, style: str = "") -> Any:
