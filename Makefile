@@ -51,8 +51,12 @@ unit-mcp1: $(STAMP1)
 
 test: lint typecheck unit unit-mcp1
 
-bench: $(STAMP)
+bench: $(STAMP) bench-instrumented
 	$(PY) -m tests.bench.engine
+
+# Tool-call latency with and without the instrumentation (stdio and in-memory, 1 KB to 20 MB).
+bench-instrumented: $(STAMP)
+	$(PY) -m tests.bench.instrumented
 
 clean:
 	rm -rf $(VENV) $(VENV1) .mypy_cache .ruff_cache .pytest_cache build dist

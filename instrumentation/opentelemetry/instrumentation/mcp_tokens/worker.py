@@ -4,20 +4,87 @@
 worker thread. When the queue is full (by count, or by the characters its payloads hold)
 the exchange is handed to `on_overflow` instead, which records it as skipped: under
 overload we drop analyses rather than slow the application down or grow memory.
+
+The worker shares the interpreter with the application, so it stays out of its way:
+- it runs at a lower OS scheduling priority (Linux nice +10 for this thread and the
+  counting threads it starts), so the application's threads get the CPU first and the
+  analysis uses what is left;
+- between exchanges (and the pipeline between the steps of one, `yield_gil`) it
+  sleeps briefly: CPython hands the GIL to a thread that waits for it only after the
+  holder blocks or after the switch interval (5 ms), so without these pauses an event
+  loop that wakes up while the worker runs Python could wait milliseconds.
 """
 
 from __future__ import annotations
 
+import contextlib
 import logging
+import os
+import sys
 import threading
 import time
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 
 from .engine.blocks import payload_chars
 from .exchange import Exchange
 
 _logger = logging.getLogger(__name__)
+
+# How much lower than the application the worker thread runs (Linux nice increment).
+NICE_INCREMENT = 19
+# A pause long enough for a waiting thread to take the GIL (a zero sleep is not: the
+# sleeper usually takes it back before the waiter is scheduled).
+YIELD_S = 0.0001
+# How long the worker may run Python before it pauses: what a waiting event loop loses.
+SLICE_S = 0.0002
+
+_slices = threading.local()
+
+
+def yield_gil() -> None:
+    """Pause if this thread ran longer than `SLICE_S` since its last pause, so that a
+    thread waiting for the GIL (an event loop) runs now rather than after the switch
+    interval."""
+    now = time.perf_counter()
+    if now - getattr(_slices, "since", 0.0) >= SLICE_S:
+        time.sleep(YIELD_S)
+        _slices.since = time.perf_counter()
+
+
+def _pause_hook(frame: object, event: str, arg: object) -> None:
+    if event in ("call", "c_return", "return"):
+        yield_gil()
+
+
+@contextlib.contextmanager
+def sliced() -> Iterator[None]:
+    """Run the block with `yield_gil` checked at every function call and return of this
+    thread (a profile hook of this thread only), so that long pure-Python stretches of
+    the analysis give the GIL away every `SLICE_S`. A hook someone else set is kept."""
+    if sys.getprofile() is not None:
+        yield
+        return
+    sys.setprofile(_pause_hook)
+    try:
+        yield
+    finally:
+        sys.setprofile(None)
+
+
+def lower_thread_priority(increment: int = NICE_INCREMENT) -> bool:
+    """Raise the calling thread's nice value (Linux: per thread, inherited by the threads it
+    starts). A no-op where threads have no priority of their own; False when not lowered."""
+    # Elsewhere the id given to setpriority() names a process, never a thread.
+    if not sys.platform.startswith("linux"):
+        return False
+    try:
+        thread_id = threading.get_native_id()
+        current = os.getpriority(os.PRIO_PROCESS, thread_id)
+        os.setpriority(os.PRIO_PROCESS, thread_id, min(19, current + increment))
+    except OSError:
+        return False
+    return True
 
 
 class AnalysisWorker:
@@ -109,6 +176,7 @@ class AnalysisWorker:
         return len(self._queue)
 
     def _run(self) -> None:
+        lower_thread_priority()
         while True:
             with self._condition:
                 while not self._queue and not self._stopping:
@@ -126,3 +194,4 @@ class AnalysisWorker:
                     self._pending_chars -= weight
                     self._busy = False
                     self._condition.notify_all()
+            yield_gil()

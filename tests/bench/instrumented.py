@@ -1,0 +1,312 @@
+"""What mcp-tokens adds to a tool call: `python -m tests.bench.instrumented` (`make bench-instrumented`).
+
+For 1 KB, 50 KB, 1 MB and 20 MB of JSON text in a tool result, over stdio (a real server
+subprocess) and in memory (the SDK's in-process client/server pair), it times the tool
+call as the client sees it (`call_tool` until the result is returned), uninstrumented
+and instrumented, in one run.
+
+Method
+- Blocks of calls alternate between the two variants (U I, then I U, ...), round after
+  round over every cell, so machine noise and drift hit both alike; a time cap ends the
+  run early with fewer rounds, never with a missing cell.
+- Instrumented means `McpTokensInstrumentor` with SDK TracerProvider/MeterProvider and
+  in-memory exporters in the client process and, over stdio, in the server subprocess
+  too (in memory, one process is both sides and analyses each call twice). Calls run
+  back to back: a call may start while the worker still counts the previous ones.
+- Each block opens a new connection (stdio: a new server process) and makes warm-up
+  calls that are not timed (`--think-ms` adds a pause after each timed call, as an
+  agent's model turn would); the instrumented variant waits for the tokenizer to load
+  first (start-up is not what is measured).
+- After each instrumented block the analysis worker of each process is drained and the
+  block is checked: `mcp_tokens.payload` (responses of the tool) must sum to exactly
+  tiktoken's count of the text times the calls, on each side, with no
+  `mcp_tokens.analysis.skipped`, and every tool span must carry that exact count.
+- Reported per cell and variant: median and p99 (nearest rank) of the call time; the
+  ratio of the medians; "p99 added" = p99(instrumented) - p99(uninstrumented) and
+  "median added" = median(instrumented) - median(uninstrumented).
+
+Exits 1 when a check fails or p99 added reaches 1 ms in any cell.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import gc
+import json
+import math
+import os
+import platform
+import statistics
+import sys
+import tempfile
+import time
+from dataclasses import dataclass, field
+from importlib.metadata import version
+from pathlib import Path
+from typing import Any
+
+from opentelemetry.instrumentation.mcp_tokens.engine.tokenizer import load_bundled_encoding
+
+from ._clients import TRANSPORTS, Caller, connect
+from .engine import json_payload
+from .instrumented_server import (
+    PAYLOAD_TOOL,
+    TELEMETRY_TOOL,
+    BenchTelemetry,
+    build_server,
+    payload_path,
+)
+
+SIZES = {"1 KB": 1_000, "50 KB": 50_000, "1 MB": 1_000_000, "20 MB": 20_000_000}
+VARIANTS = ("uninstrumented", "instrumented")
+BOUND_MS = 1.0
+
+
+@dataclass(frozen=True)
+class Plan:
+    calls: int  # timed calls per block
+    warmup: int  # untimed calls per block
+    rounds: int  # blocks per variant
+
+
+FULL = {1_000: Plan(50, 3, 6), 50_000: Plan(40, 3, 5), 1_000_000: Plan(10, 2, 5), 20_000_000: Plan(3, 1, 4)}
+QUICK = {1_000: Plan(25, 3, 2), 50_000: Plan(15, 2, 2), 1_000_000: Plan(4, 1, 2), 20_000_000: Plan(2, 1, 2)}
+
+
+@dataclass
+class Cell:
+    label: str
+    size: int
+    transport: str
+    plan: Plan
+    samples: dict[str, list[float]] = field(default_factory=lambda: {v: [] for v in VARIANTS})
+    failures: list[str] = field(default_factory=list)
+    drain_s: float = 0.0  # longest wait for the workers after an instrumented block
+
+    def stats(self) -> dict[str, Any]:
+        result: dict[str, Any] = {"size": self.label, "bytes": self.size, "transport": self.transport}
+        for variant in VARIANTS:
+            samples = self.samples[variant]
+            result[variant] = {
+                "n": len(samples),
+                "median_ms": _ms(statistics.median(samples)) if samples else None,
+                "p99_ms": _ms(percentile(samples, 0.99)) if samples else None,
+            }
+        before, after = result["uninstrumented"], result["instrumented"]
+        if before["n"] and after["n"]:
+            result["median_ratio"] = round(after["median_ms"] / before["median_ms"], 4)
+            result["median_added_ms"] = round(after["median_ms"] - before["median_ms"], 3)
+            result["p99_added_ms"] = round(after["p99_ms"] - before["p99_ms"], 3)
+        result["max_drain_s"] = round(self.drain_s, 3)
+        result["checks"] = "ok" if not self.failures else self.failures
+        return result
+
+
+def percentile(samples: list[float], q: float) -> float:
+    """Nearest-rank percentile: the smallest sample with at least q of them at or below it."""
+    ordered = sorted(samples)
+    return ordered[max(0, math.ceil(q * len(ordered)) - 1)]
+
+
+def _ms(seconds: float) -> float:
+    return round(seconds * 1000, 3)
+
+
+class Bench:
+    def __init__(
+        self, payload_dir: Path, log_path: Path, expected: dict[int, int], think_s: float = 0.0
+    ) -> None:
+        self.payload_dir = payload_dir
+        self.think_s = think_s
+        self.log_path = log_path
+        self.expected = expected
+        self.telemetry = BenchTelemetry()
+        self.memory_server = build_server(payload_dir, None)
+
+    async def run_block(self, cell: Cell, variant: str) -> None:
+        instrumented = variant == "instrumented"
+        gc.collect()
+        if instrumented:
+            self.telemetry.start()
+        try:
+            async with connect(
+                cell.transport,
+                payload_dir=self.payload_dir,
+                server_instrumented=instrumented,
+                memory_server=self.memory_server,
+                log_path=self.log_path,
+            ) as call:
+                await self._calls(call, cell, variant)
+                if instrumented:
+                    await self._check(call, cell)
+        finally:
+            if instrumented:
+                self.telemetry.stop()
+
+    async def _calls(self, call: Caller, cell: Cell, variant: str) -> None:
+        arguments = {"size": cell.size}
+        for _ in range(cell.plan.warmup):
+            text = await call(PAYLOAD_TOOL, arguments)
+            if len(text) != cell.size:
+                raise RuntimeError(f"the server returned {len(text)} characters, not {cell.size}")
+        samples = cell.samples[variant]
+        for _ in range(cell.plan.calls):
+            started = time.perf_counter()
+            await call(PAYLOAD_TOOL, arguments)
+            samples.append(time.perf_counter() - started)
+            if self.think_s:
+                await asyncio.sleep(self.think_s)
+
+    async def _check(self, call: Caller, cell: Cell) -> None:
+        """Every call of the block, on each instrumented side, counted exactly: no skipping."""
+        calls = cell.plan.warmup + cell.plan.calls
+        summaries = {"client": self.telemetry.summary()}
+        if cell.transport == "stdio":
+            summaries["server"] = json.loads(await call(TELEMETRY_TOOL, {}))
+        else:
+            summaries["server"] = summaries["client"]
+        tokens = self.expected[cell.size]
+        for side, summary in summaries.items():
+            cell.drain_s = max(cell.drain_s, float(summary.get("drain_s", 0.0)))
+            found = summary.get("payload", {}).get(side, {"sum": 0, "count": 0})
+            problems = []
+            if not summary.get("drained"):
+                problems.append("worker did not drain")
+            if found != {"sum": tokens * calls, "count": calls}:
+                problems.append(f"payload {found} != {tokens * calls} tokens over {calls} calls")
+            if summary.get("skipped"):
+                problems.append(f"{summary['skipped']} analyses skipped")
+            if summary.get("span_tokens", {}).get(side) != {str(tokens): calls}:
+                problems.append(f"span tokens {summary.get('span_tokens', {}).get(side)}")
+            cell.failures.extend(f"{side}: {problem}" for problem in problems)
+
+
+def prepare_payloads(payload_dir: Path, sizes: list[int]) -> dict[int, int]:
+    """Write each payload text; return tiktoken's own count of each (encode_ordinary)."""
+    encoding = load_bundled_encoding("o200k_base")
+    expected = {}
+    for size in sizes:
+        text = json_payload(size)[:size]
+        payload_path(payload_dir, size).write_text(text, encoding="utf-8")
+        expected[size] = len(encoding.encode_ordinary(text))
+    return expected
+
+
+async def run(cells: list[Cell], bench: Bench, time_cap_s: float, progress: bool) -> bool:
+    """Rounds over every cell, alternating the variants' order; False if the time cap cut it short."""
+    started = time.monotonic()
+    for round_index in range(max(cell.plan.rounds for cell in cells)):
+        order = VARIANTS if round_index % 2 == 0 else VARIANTS[::-1]
+        for cell in cells:
+            if round_index >= cell.plan.rounds:
+                continue
+            if time.monotonic() - started > time_cap_s:
+                return False
+            for variant in order:
+                await bench.run_block(cell, variant)
+            if progress:
+                elapsed = time.monotonic() - started
+                print(
+                    f"  round {round_index + 1}: {cell.label} {cell.transport} ({elapsed:.0f} s)",
+                    file=sys.stderr,
+                )
+    return True
+
+
+def environment() -> dict[str, Any]:
+    sdk = f"mcp {version('mcp')}"
+    return {
+        "sdk": sdk,
+        "python": platform.python_version(),
+        "cpus": os.cpu_count(),
+        "machine": platform.machine(),
+        "system": platform.system(),
+    }
+
+
+def table(results: list[dict[str, Any]]) -> str:
+    header = (
+        f"| {'payload':<7} | {'transport':<9} | {'n':>7} | {'median U ms':>11} | {'median I ms':>11} "
+        f"| {'ratio':>6} | {'p99 U ms':>9} | {'p99 I ms':>9} | {'p99 added ms':>12} | checks |"
+    )
+    lines = [header, "|" + "|".join("-" * (len(part)) for part in header.split("|")[1:-1]) + "|"]
+    for r in results:
+        before, after = r["uninstrumented"], r["instrumented"]
+        counts = f"{before['n']}/{after['n']}"
+        lines.append(
+            f"| {r['size']:<7} | {r['transport']:<9} | {counts:>7} "
+            f"| {_fmt(before['median_ms']):>11} | {_fmt(after['median_ms']):>11} "
+            f"| {_fmt(r.get('median_ratio'), 3):>6} "
+            f"| {_fmt(before['p99_ms']):>9} | {_fmt(after['p99_ms']):>9} "
+            f"| {_fmt(r.get('p99_added_ms')):>12} | {'ok' if r['checks'] == 'ok' else 'FAIL'} |"
+        )
+    return "\n".join(lines)
+
+
+def _fmt(value: float | None, digits: int = 2) -> str:
+    return "-" if value is None else f"{value:.{digits}f}"
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="fewer calls and rounds (about 2 minutes)")
+    parser.add_argument("--json", action="store_true", help="print the results as JSON")
+    parser.add_argument(
+        "--sizes", default=",".join(SIZES), help="comma-separated subset of: " + ", ".join(SIZES)
+    )
+    parser.add_argument("--transports", default=",".join(TRANSPORTS), help="stdio,memory or one of them")
+    parser.add_argument(
+        "--think-ms", type=float, default=0.0, help="pause after each timed call (default 0: back to back)"
+    )
+    parser.add_argument("--time-cap", type=float, default=None, help="seconds (default 1200, quick 300)")
+    args = parser.parse_args(argv)
+    labels = [label.strip() for label in args.sizes.split(",")]
+    transports = [name.strip() for name in args.transports.split(",")]
+    for label in labels:
+        if label not in SIZES:
+            parser.error(f"unknown size {label!r}; expected some of {list(SIZES)}")
+    for name in transports:
+        if name not in TRANSPORTS:
+            parser.error(f"unknown transport {name!r}; expected some of {list(TRANSPORTS)}")
+    plans = QUICK if args.quick else FULL
+    time_cap = args.time_cap if args.time_cap is not None else (300.0 if args.quick else 1200.0)
+    cells = [
+        Cell(label, SIZES[label], transport, plans[SIZES[label]])
+        for label in labels
+        for transport in transports
+    ]
+    with tempfile.TemporaryDirectory(prefix="mcp-tokens-bench-") as tmp:
+        payload_dir = Path(tmp)
+        expected = prepare_payloads(payload_dir, [SIZES[label] for label in labels])
+        bench = Bench(payload_dir, payload_dir / "servers.log", expected, args.think_ms / 1000)
+        started = time.monotonic()
+        complete = asyncio.run(run(cells, bench, time_cap, progress=not args.json))
+        elapsed = time.monotonic() - started
+    results = [cell.stats() for cell in cells]
+    failed = any(r["checks"] != "ok" for r in results)
+    over = any((r.get("p99_added_ms") or 0.0) >= BOUND_MS for r in results)
+    if args.json:
+        report = {
+            "environment": environment(),
+            "think_ms": args.think_ms,
+            "complete": complete,
+            "elapsed_s": round(elapsed, 1),
+        }
+        print(json.dumps({**report, "bound_ms": BOUND_MS, "cells": results}, indent=2))
+    else:
+        env = environment()
+        print(f"mcp-tokens instrumented tool calls: {env['sdk']}, Python {env['python']}, {env['cpus']} CPUs")
+        print("U = uninstrumented, I = instrumented (client and server); n = timed calls U/I;")
+        print("p99 added = p99(I) - p99(U); ratio = median(I) / median(U);", end=" ")
+        print(f"pause after each call: {args.think_ms:g} ms\n")
+        print(table(results))
+        print(f"\n{elapsed:.0f} s" + ("" if complete else " (time cap reached: fewer rounds)"))
+        for r in results:
+            if r["checks"] != "ok":
+                print(f"FAILED {r['size']} {r['transport']}: {'; '.join(r['checks'])}")
+    return 1 if failed or over else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

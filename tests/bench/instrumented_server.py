@@ -1,0 +1,189 @@
+"""The MCP server and the telemetry harness of the instrumented-call benchmark.
+
+- `build_server(payload_dir)`: the SDK's own high-level server (FastMCP on mcp 1.x,
+  MCPServer on mcp 2.x) with two tools: `payload(size)` returns the JSON text stored in
+  `payload_dir` for that size as one text block; `bench_telemetry()` drains this process's
+  analysis worker and returns what its telemetry recorded (JSON), so the benchmark can
+  check the counts of a server subprocess.
+- `BenchTelemetry`: an SDK TracerProvider (in-memory span exporter, set globally once, as
+  the mcp 2.x SDK and fastmcp trace through the global provider) and, per instrumented
+  block, a fresh MeterProvider with an in-memory reader and `McpTokensInstrumentor`.
+- `python -m tests.bench.instrumented_server` serves over stdio; with
+  `MCP_TOKENS_BENCH_INSTRUMENT=1` the process is instrumented first (and waits for the
+  tokenizer to load, so the benchmark measures the steady state, not start-up).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import time
+from collections import defaultdict
+from pathlib import Path
+from typing import Any
+
+from opentelemetry import trace
+from opentelemetry.instrumentation.mcp_tokens import McpTokensInstrumentor, semconv
+from opentelemetry.sdk.metrics import MeterProvider
+from opentelemetry.sdk.metrics.export import InMemoryMetricReader
+from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+INSTRUMENT_ENV = "MCP_TOKENS_BENCH_INSTRUMENT"
+PAYLOAD_DIR_ENV = "MCP_TOKENS_BENCH_PAYLOADS"
+PAYLOAD_TOOL = "payload"
+TELEMETRY_TOOL = "bench_telemetry"
+SERVER_NAME = "mcp-tokens-bench"
+DRAIN_TIMEOUT_S = 300.0
+TOKENIZER_TIMEOUT_S = 60.0
+
+
+def payload_path(payload_dir: Path, size: int) -> Path:
+    return payload_dir / f"payload-{size}.json"
+
+
+class BenchTelemetry:
+    """Real OpenTelemetry SDK providers with in-memory exporters, and the instrumentor."""
+
+    def __init__(self) -> None:
+        provider = trace.get_tracer_provider()
+        if not isinstance(provider, TracerProvider):
+            trace.set_tracer_provider(TracerProvider())
+            provider = trace.get_tracer_provider()
+        if not isinstance(provider, TracerProvider):
+            raise RuntimeError(f"another global tracer provider is set: {provider!r}")
+        self.tracer_provider = provider
+        self.exporter = InMemorySpanExporter()
+        provider.add_span_processor(SimpleSpanProcessor(self.exporter))
+        self.instrumentor = McpTokensInstrumentor()
+        self._meter_provider: MeterProvider | None = None
+        self._reader: InMemoryMetricReader | None = None
+
+    @property
+    def active(self) -> bool:
+        return self._reader is not None
+
+    def start(self) -> None:
+        """Instrument with fresh metrics; return once the exact tokenizer is loaded."""
+        self.exporter.clear()
+        self._reader = InMemoryMetricReader()
+        self._meter_provider = MeterProvider(metric_readers=[self._reader])
+        self.instrumentor.instrument(
+            tracer_provider=self.tracer_provider, meter_provider=self._meter_provider
+        )
+        pipeline = self.instrumentor.pipeline
+        if pipeline is None or not pipeline.loader.wait(TOKENIZER_TIMEOUT_S):
+            raise RuntimeError("mcp-tokens did not start (or its tokenizer did not load)")
+
+    def stop(self) -> None:
+        if self._reader is None:
+            return
+        self.instrumentor.uninstrument()
+        if self._meter_provider is not None:
+            self._meter_provider.shutdown()
+        self._reader = self._meter_provider = None
+        self.exporter.clear()
+
+    def summary(self, tool: str = PAYLOAD_TOOL) -> dict[str, Any]:
+        """Drain the worker, then what the metrics and spans say about `tool`'s responses.
+
+        `payload[side]` holds the sum and count of `mcp_tokens.payload` (tools/call
+        responses of `tool`); `skipped` every `mcp_tokens.analysis.skipped` point;
+        `span_tokens[side]` the `mcp_tokens.response` values found on spans, with how often.
+        """
+        pipeline = self.instrumentor.pipeline
+        if self._reader is None or pipeline is None:
+            return {"instrumented": False}
+        started = time.perf_counter()
+        drained = pipeline.worker.drain(DRAIN_TIMEOUT_S)
+        drain_s = time.perf_counter() - started
+        payload: dict[str, dict[str, int]] = defaultdict(lambda: {"sum": 0, "count": 0})
+        skipped = 0
+        data = self._reader.get_metrics_data()
+        for resource in data.resource_metrics if data is not None else ():
+            for scope in resource.scope_metrics:
+                for metric in scope.metrics:
+                    for point in metric.data.data_points:
+                        attributes = dict(point.attributes or {})
+                        if metric.name == semconv.ANALYSIS_SKIPPED:
+                            skipped += int(getattr(point, "value", 0))
+                        elif metric.name == semconv.PAYLOAD and _is_response_of(attributes, tool):
+                            totals = payload[str(attributes.get(semconv.SIDE))]
+                            totals["sum"] += int(getattr(point, "sum", 0))
+                            totals["count"] += int(getattr(point, "count", 0))
+        return {
+            "instrumented": True,
+            "drained": drained,
+            "drain_s": drain_s,
+            "payload": dict(payload),
+            "skipped": skipped,
+            "span_tokens": self._span_tokens(tool),
+        }
+
+    def _span_tokens(self, tool: str) -> dict[str, dict[str, int]]:
+        found: dict[str, dict[str, int]] = defaultdict(lambda: defaultdict(int))
+        for span in self.exporter.get_finished_spans():
+            attributes = span.attributes or {}
+            tokens = attributes.get(semconv.TOKENS_RESPONSE)
+            if tokens is None or tool not in span.name:
+                continue
+            side = "client" if span.kind is trace.SpanKind.CLIENT else "server"
+            found[side][str(tokens)] += 1
+        return {side: dict(values) for side, values in found.items()}
+
+
+def _is_response_of(attributes: dict[str, Any], tool: str) -> bool:
+    return (
+        attributes.get(semconv.DIRECTION) == semconv.DIRECTION_RESPONSE
+        and attributes.get(semconv.MCP_METHOD_NAME) == "tools/call"
+        and attributes.get(semconv.GEN_AI_TOOL_NAME) == tool
+    )
+
+
+def build_server(payload_dir: Path, telemetry: BenchTelemetry | None) -> Any:
+    """FastMCP (mcp 1.x) or MCPServer (mcp 2.x) with the `payload` and `bench_telemetry` tools."""
+    try:
+        from mcp.server.mcpserver import MCPServer as ServerClass
+        from mcp_types import CallToolResult, TextContent
+    except ImportError:  # mcp 1.x
+        from mcp.server.fastmcp import FastMCP as ServerClass  # type: ignore[no-redef]
+        from mcp.types import CallToolResult, TextContent  # type: ignore[no-redef]
+
+    texts: dict[int, str] = {}
+
+    def text_result(text: str) -> Any:
+        return CallToolResult(content=[TextContent(type="text", text=text)])
+
+    def payload(size: int) -> Any:
+        if size not in texts:
+            texts.clear()  # one size at a time: a 20 MB text is enough memory to hold
+            texts[size] = payload_path(payload_dir, size).read_text(encoding="utf-8")
+        return text_result(texts[size])
+
+    def bench_telemetry() -> Any:
+        summary = telemetry.summary() if telemetry is not None else {"instrumented": False}
+        return text_result(json.dumps(summary))
+
+    server = ServerClass(SERVER_NAME)
+    # FastMCP 1.x logs every request at INFO: the same cost in both variants, but noise.
+    logging.getLogger("mcp").setLevel(logging.WARNING)
+    server.tool(description="Returns a JSON document of about `size` characters.")(payload)
+    server.tool(description="What this process's mcp-tokens telemetry recorded.")(bench_telemetry)
+    return server
+
+
+def main() -> None:
+    import anyio
+
+    telemetry: BenchTelemetry | None = None
+    if os.environ.get(INSTRUMENT_ENV) == "1":
+        telemetry = BenchTelemetry()
+        telemetry.start()
+    server = build_server(Path(os.environ[PAYLOAD_DIR_ENV]), telemetry)
+    anyio.run(server.run_stdio_async)
+
+
+if __name__ == "__main__":
+    main()
