@@ -6,7 +6,7 @@ the exchange is handed to `on_overflow` instead, which records it as skipped: un
 overload we drop analyses rather than slow the application down or grow memory.
 
 The worker shares the interpreter with the application, so it stays out of its way:
-- it runs at a lower OS scheduling priority (Linux nice +10 for this thread and the
+- it runs at a lower OS scheduling priority (Linux nice +19 for this thread and the
   counting threads it starts), so the application's threads get the CPU first and the
   analysis uses what is left;
 - between exchanges (and the pipeline between the steps of one, `yield_gil`) it
