@@ -39,7 +39,8 @@ def classify(text: str) -> ContentType:
     stripped = sample.lstrip()
     if not stripped:
         return ContentType.OTHER
-    cjk = len(_CJK.findall(sample))
+    # Most tool results are ASCII: no CJK scan for them (it is most of this function's cost).
+    cjk = 0 if sample.isascii() else len(_CJK.findall(sample))
     if cjk * 5 >= len(sample):  # a fifth of CJK characters already dominates the token count
         return ContentType.CJK
     # Only the tail is stripped: rstrip() on the whole text would copy all of it.
