@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+import gzip
 import itertools
 import re
 import threading
@@ -14,13 +15,18 @@ import tiktoken
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from opentelemetry.instrumentation.mcp_tokens.engine import chunking
+from opentelemetry.instrumentation.mcp_tokens.engine import tokenizer as tokenizer_module
 from opentelemetry.instrumentation.mcp_tokens.engine.chunking import (
     chunk_cuts,
     count_in_chunks,
     next_cut,
     utf8_size_exceeds,
 )
-from opentelemetry.instrumentation.mcp_tokens.engine.tokenizer import LLAMA3_PAT_STR, load_bundled_encoding
+from opentelemetry.instrumentation.mcp_tokens.engine.tokenizer import (
+    LLAMA3_PAT_STR,
+    load_bundled_encoding,
+    parse_tiktoken_bpe,
+)
 
 from .tokenizer_corpus import BOUNDARY_CHARS, corpus
 
@@ -30,7 +36,8 @@ PATTERNS = ("o200k_base", "cl100k_base", "llama3")
 @functools.cache
 def encoding(name: str) -> tiktoken.Encoding:
     if name == "llama3":  # the cut rules depend on the pattern, not on the ranks
-        ranks = load_bundled_encoding("cl100k_base")._mergeable_ranks
+        data = gzip.decompress((tokenizer_module.DATA_DIR / "cl100k_base.tiktoken.gz").read_bytes())
+        ranks = parse_tiktoken_bpe(data, "cl100k_base")
         return tiktoken.Encoding(
             "llama3-test", pat_str=LLAMA3_PAT_STR, mergeable_ranks=ranks, special_tokens={}
         )

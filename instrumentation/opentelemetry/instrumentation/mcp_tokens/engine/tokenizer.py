@@ -242,9 +242,14 @@ def _build_encoding(name: str, family_name: str, ranks: dict[bytes, int]) -> tik
         names = LLAMA3_SPECIAL_TOKENS if specials is None else tuple(specials)
         first = max(ranks.values()) + 1
         specials = {token: first + index for index, token in enumerate(names)}
-    return tiktoken.Encoding(
+    encoding = tiktoken.Encoding(
         name, pat_str=family.pat_str, mergeable_ranks=ranks, special_tokens=dict(specials)
     )
+    # The Rust core holds its own copy of the ranks; tiktoken keeps the Python dict only to
+    # pickle the Encoding, which we never do. Dropped, its 200k entries stop costing the
+    # host's memory and every full garbage collection of the host's heap.
+    encoding._mergeable_ranks = {}
+    return encoding
 
 
 class TiktokenTokenizer:
