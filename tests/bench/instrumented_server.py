@@ -177,9 +177,11 @@ def build_server(payload_dir: Path, telemetry: BenchTelemetry | None) -> Any:
 def main() -> None:
     import anyio
 
-    telemetry: BenchTelemetry | None = None
+    # Both variants trace through the same SDK TracerProvider (as any process launched with
+    # opentelemetry-instrument does), so the difference is mcp-tokens alone, not the cost of
+    # recording the SDK's own spans.
+    telemetry = BenchTelemetry()
     if os.environ.get(INSTRUMENT_ENV) == "1":
-        telemetry = BenchTelemetry()
         telemetry.start()
     server = build_server(Path(os.environ[PAYLOAD_DIR_ENV]), telemetry)
     anyio.run(server.run_stdio_async)

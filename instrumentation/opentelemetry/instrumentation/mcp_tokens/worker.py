@@ -12,7 +12,9 @@ The worker shares the interpreter with the application, so it stays out of its w
 - between exchanges (and the pipeline between the steps of one, `yield_gil`) it
   sleeps briefly: CPython hands the GIL to a thread that waits for it only after the
   holder blocks or after the switch interval (5 ms), so without these pauses an event
-  loop that wakes up while the worker runs Python could wait milliseconds.
+  loop that wakes up while the worker runs Python could wait milliseconds;
+- it starts an exchange's analysis only once the rest of that response path (writing
+  or validating the response) is likely over (`SETTLE_S`).
 """
 
 from __future__ import annotations
@@ -38,6 +40,13 @@ NICE_INCREMENT = 19
 YIELD_S = 0.0001
 # How long the worker may run Python before it pauses: what a waiting event loop loses.
 SLICE_S = 0.0002
+# Handing an exchange over is not the end of its response path: the server's transport still
+# serialises and writes the response, the client's SDK still validates it into typed models
+# (about as long per character as reading it). The analysis waits for that to be over rather
+# than take the GIL from it: SETTLE_S, plus a time per character, after the response completed.
+SETTLE_S = 0.002
+SETTLE_CHARS_PER_S = 200e6
+MAX_SETTLE_S = 0.25
 
 _slices = threading.local()
 
@@ -186,6 +195,7 @@ class AnalysisWorker:
                 exchange, weight = self._queue.popleft()
                 self._busy = True
             try:
+                _settle(exchange, weight)
                 self._process(exchange)
             except Exception:
                 _logger.debug("mcp-tokens analysis failed", exc_info=True)
@@ -195,3 +205,13 @@ class AnalysisWorker:
                     self._busy = False
                     self._condition.notify_all()
             yield_gil()
+
+
+def _settle(exchange: Exchange, weight: int) -> None:
+    """Sleep until the rest of the exchange's response path is likely over (see SETTLE_S)."""
+    if not exchange.end_ns:
+        return
+    settle = min(MAX_SETTLE_S, SETTLE_S + weight / SETTLE_CHARS_PER_S)
+    remaining = settle - (time.time_ns() - exchange.end_ns) / 1e9
+    if remaining > 0:
+        time.sleep(min(remaining, settle))
