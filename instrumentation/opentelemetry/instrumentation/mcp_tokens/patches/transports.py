@@ -12,8 +12,6 @@ from __future__ import annotations
 
 import contextlib
 import logging
-import sys
-import types
 import weakref
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -23,7 +21,7 @@ from urllib.parse import urlsplit
 from opentelemetry.instrumentation.mcp_tokens import semconv
 from opentelemetry.util.types import AttributeValue
 
-from .wrapping import PatchSet, Wrapper
+from .wrapping import Wrapper
 
 _logger = logging.getLogger(__name__)
 
@@ -196,34 +194,6 @@ class TransportPatches:
             except Exception:
                 _logger.debug("mcp-tokens could not register a streamable HTTP client", exc_info=True)
         return await wrapped(*args, **kwargs)
-
-
-def wrap_everywhere(patches: PatchSet, owner: Any, name: str, wrapper: Wrapper) -> None:
-    """Wrap `owner.name` and, for a module-level function, every loaded module holding it by name.
-
-    A module that ran `from mcp.client.stdio import stdio_client` before `instrument()` (the
-    SDK's own re-exports, fastmcp, the application) keeps the original in its globals; it is
-    wrapped there too. Modules imported later pick up the wrapper from `owner`.
-    """
-    original = vars(owner).get(name) if isinstance(owner, types.ModuleType) else None
-    patches.wrap(owner, name, wrapper)
-    if original is None:
-        return
-    for module in _modules_holding(original, name):
-        if module is not owner:
-            try:
-                patches.wrap(module, name, wrapper)
-            except Exception:
-                _logger.debug("mcp-tokens could not patch %s.%s", module.__name__, name, exc_info=True)
-
-
-def _modules_holding(original: object, name: str) -> list[Any]:
-    modules: dict[int, Any] = {}  # one module may be in sys.modules under two names
-    for module in list(sys.modules.values()):
-        namespace = getattr(module, "__dict__", None)
-        if isinstance(namespace, dict) and namespace.get(name) is original:
-            modules[id(module)] = module
-    return list(modules.values())
 
 
 def _argument(args: tuple[Any, ...], kwargs: dict[str, Any], index: int, name: str) -> Any:

@@ -29,7 +29,7 @@ from opentelemetry.instrumentation.mcp_tokens import semconv
 from opentelemetry.util.types import AttributeValue
 
 from .v2_common import reset_quietly
-from .wrapping import PatchSet
+from .wrapping import PatchSet, wrap_everywhere
 
 _logger = logging.getLogger(__name__)
 
@@ -182,22 +182,9 @@ def patch_transports(patches: PatchSet) -> None:
                 home = __import__(module_name, fromlist=[name])
             except ImportError:
                 continue
-        original = vars(home).get(name)
-        if original is None:
+        if vars(home).get(name) is None:
             continue
-        wrapper = _marking(variable, describe)
-        for module in _modules_holding(original, name):
-            try:
-                patches.wrap(module, name, wrapper)
-            except Exception:
-                _logger.debug("mcp-tokens could not patch %s.%s", module.__name__, name, exc_info=True)
-
-
-def _modules_holding(original: object, name: str) -> list[Any]:
-    """Loaded modules whose global `name` is `original` (by-name importers)."""
-    modules: dict[int, Any] = {}  # one module may be in sys.modules under two names
-    for module in list(sys.modules.values()):
-        namespace = getattr(module, "__dict__", None)
-        if isinstance(namespace, dict) and namespace.get(name) is original:
-            modules[id(module)] = module
-    return list(modules.values())
+        try:
+            wrap_everywhere(patches, home, name, _marking(variable, describe))
+        except Exception:
+            _logger.debug("mcp-tokens could not patch %s.%s", module_name, name, exc_info=True)

@@ -9,6 +9,8 @@ opentelemetry-python-contrib, so signatures and introspection survive.
 from __future__ import annotations
 
 import logging
+import sys
+import types
 from collections.abc import Callable
 from typing import Any
 
@@ -53,3 +55,31 @@ class PatchSet:
 
     def __len__(self) -> int:
         return len(self._originals)
+
+
+def wrap_everywhere(patches: PatchSet, owner: Any, name: str, wrapper: Wrapper) -> None:
+    """Wrap `owner.name` and, for a module-level function, every loaded module holding it by name.
+
+    A module that ran `from mcp.client.stdio import stdio_client` before `instrument()` (the
+    SDK's own re-exports, fastmcp, the application) keeps the original in its globals; it is
+    wrapped there too. Modules imported later pick up the wrapper from `owner`.
+    """
+    original = vars(owner).get(name) if isinstance(owner, types.ModuleType) else None
+    patches.wrap(owner, name, wrapper)
+    if original is None:
+        return
+    for module in _modules_holding(original, name):
+        if module is not owner:
+            try:
+                patches.wrap(module, name, wrapper)
+            except Exception:
+                _logger.debug("mcp-tokens could not patch %s.%s", module.__name__, name, exc_info=True)
+
+
+def _modules_holding(original: object, name: str) -> list[Any]:
+    modules: dict[int, Any] = {}  # one module may be in sys.modules under two names
+    for module in list(sys.modules.values()):
+        namespace = getattr(module, "__dict__", None)
+        if isinstance(namespace, dict) and namespace.get(name) is original:
+            modules[id(module)] = module
+    return list(modules.values())
