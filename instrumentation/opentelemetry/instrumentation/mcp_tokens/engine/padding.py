@@ -327,7 +327,7 @@ def _tiles(chunk: _Chunk) -> Iterator[tuple[bytes, _Chunk, int]]:
     """A text shorter than one stride is compressed whole, in at most two equal samples.
 
     Its pad may sit anywhere and be most of it; under 12 KiB this costs tens of microseconds.
-    A text under 2 KiB (most tool results) has no sample at all.
+    Under 1 KiB of UTF-8 there is no sample (`_sampled` already skips ASCII under 2 KiB).
     """
     size = len(chunk.data)
     if size < MIN_SAMPLE_BYTES:
