@@ -18,7 +18,8 @@ from opentelemetry.instrumentation.mcp_tokens.engine.analysis import (
     AnalyzerOptions,
     PayloadKind,
 )
-from opentelemetry.instrumentation.mcp_tokens.engine.blocks import BlockType, compact_json
+from opentelemetry.instrumentation.mcp_tokens.engine.blocks import BlockType
+from opentelemetry.instrumentation.mcp_tokens.engine.compact import compact_json
 from opentelemetry.instrumentation.mcp_tokens.engine.images import ImageModel, image_tokens
 from opentelemetry.instrumentation.mcp_tokens.engine.overhead import OverheadKind
 from opentelemetry.instrumentation.mcp_tokens.engine.padding import PaddingReason

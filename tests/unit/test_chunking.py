@@ -223,3 +223,20 @@ def test_utf8_size_check_does_not_encode_clear_cases() -> None:
 def test_chunk_chars_must_be_positive() -> None:
     with pytest.raises(ValueError, match="chunk_chars"):
         chunk_cuts("abc", 0)
+
+
+def test_a_text_without_cuts_is_searched_in_bounded_windows(monkeypatch: pytest.MonkeyPatch) -> None:
+    # No cut anywhere (letters and a format character tiktoken keeps in one piece): the search
+    # must still be linear and made of short regex searches, each of which keeps the GIL.
+    text = "note\u200b" * 100_000
+    windows: list[int] = []
+    real = chunking._first_cut_in
+
+    def recording(text: str, low: int, high: int) -> int | None:
+        windows.append(high - low)
+        return real(text, low, high)
+
+    monkeypatch.setattr(chunking, "_first_cut_in", recording)
+    assert chunking.next_cut(text, 1) is None
+    assert max(windows) <= chunking.MAX_WINDOW
+    assert sum(windows) <= len(text) + len(windows)

@@ -8,6 +8,7 @@ import time
 from typing import Any
 
 from opentelemetry.instrumentation.mcp_tokens.engine import blocks
+from opentelemetry.instrumentation.mcp_tokens.engine.compact import compact_json
 from opentelemetry.instrumentation.mcp_tokens.engine.overhead import (
     FULL_FORMAT_CHARS,
     BlockOverhead,
@@ -47,7 +48,7 @@ def test_structured_content_repeated_as_text_is_a_duplicate(counter: TokenCounte
     text_overhead, structured_overhead = overhead_of(
         counter, {"content": [{"type": "text", "text": pretty}], "structuredContent": data}
     )
-    compact = blocks.compact_json(data)
+    compact = compact_json(data)
     assert structured_overhead == BlockOverhead(OverheadKind.DUPLICATE, counter.count(compact).tokens)
     # The text copy is the data the model reads; only its formatting is waste.
     assert text_overhead is not None and text_overhead.kind is OverheadKind.FORMATTING
@@ -92,7 +93,7 @@ def test_large_pretty_json_is_sampled_close_to_the_exact_value(counter: TokenCou
     records = [{"id": i, "name": f"name-{i}", "score": i * 0.5, "ok": i % 2 == 0} for i in range(20_000)]
     pretty = json.dumps(records, indent=2, ensure_ascii=False)
     assert len(pretty) > 10 * FULL_FORMAT_CHARS
-    exact = counter.count(pretty).tokens - counter.count(blocks.compact_json(records)).tokens
+    exact = counter.count(pretty).tokens - counter.count(compact_json(records)).tokens
     (overhead,) = overhead_of(counter, {"content": [{"type": "text", "text": pretty}]})
     assert overhead is not None and overhead.kind is OverheadKind.FORMATTING
     assert abs(overhead.tokens - exact) / exact < 0.05
@@ -122,3 +123,22 @@ def test_strip_json_whitespace_keeps_strings_intact() -> None:
     assert (
         strip_json_whitespace('{ "a b" : [ 1 ,\n 2 ],  "c\\" d": " x " }') == '{"a b":[1,2],"c\\" d":" x "}'
     )
+
+
+def test_many_blocks_of_one_length_are_told_apart_and_repeats_found(counter: TokenCounter) -> None:
+    # Same length, same start and end: only the middle differs (the duplicate check must
+    # compare contents, and stay linear with thousands of such blocks).
+    texts = [f"start {index:06d} end" for index in range(3_000)]
+    result = {"content": [{"type": "text", "text": text} for text in [*texts, texts[17], texts[2_999]]]}
+    overheads = overhead_of(counter, result)
+    assert overheads[:3_000] == [None] * 3_000
+    assert [o.kind if o else None for o in overheads[3_000:]] == [OverheadKind.DUPLICATE] * 2
+
+
+def test_large_identical_blocks_are_duplicates_and_near_identical_ones_are_not(counter: TokenCounter) -> None:
+    body = "lorem ipsum dolor sit amet " * 200_000  # 5.4 MB: compared in slices
+    changed = body[:2_000_001] + "X" + body[2_000_002:]
+    result = {"content": [{"type": "text", "text": t} for t in (body, changed, body)]}
+    kinds = [o.kind if o else None for o in overhead_of(counter, result)]
+    assert kinds[:2] == [None, None]
+    assert kinds[2] is OverheadKind.DUPLICATE

@@ -645,3 +645,31 @@ def test_counting_20_mb_stays_under_64_mib_above_baseline() -> None:
     assert measured["tokens"] > 4_000_000
     assert measured["rss_above_baseline"] < 64 * 1024 * 1024, measured
     assert measured["traced_peak"] < 64 * 1024 * 1024, measured
+
+
+def test_non_ascii_text_is_tokenised_in_shorter_chunks(o200k) -> None:  # type: ignore[no-untyped-def]
+    # tiktoken copies non-ASCII text to UTF-8 before it releases the GIL: such text goes in
+    # shorter chunks than ASCII text, and the total stays exact.
+    seen: list[int] = []
+    tokenizer = load_tokenizer(TokenizerSpec("o200k_base"))
+    real = tokenizer.count
+
+    class Recording:
+        exact = True
+        chunkable = True
+        name = tokenizer.name
+
+        def count(self, text: str) -> int:
+            seen.append(len(text))
+            return real(text)
+
+    counter = TokenCounter(
+        Recording(), cache_entries=0, chunk_chars=1 << 20, non_ascii_chunk_chars=4096, threads=1
+    )
+    prose = "数据分析报告显示，本季度销售额增长。Revenue grew 12%, costs 3%. " * 6_000
+    assert counter.count(prose).tokens == len(o200k.encode_ordinary(prose))
+    assert len(seen) > 10 and max(seen) < 4096 + 1024
+    seen.clear()
+    ascii_text = "Revenue grew 12%, costs 3%. " * 20_000
+    assert counter.count(ascii_text).tokens == len(o200k.encode_ordinary(ascii_text))
+    assert seen == [len(ascii_text)]

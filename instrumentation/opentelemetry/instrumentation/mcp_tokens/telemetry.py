@@ -12,7 +12,7 @@ from opentelemetry.util.types import AttributeValue
 
 from . import semconv
 from .engine.analysis import Analysis
-from .engine.blocks import compact_json
+from .engine.compact import compact_json
 from .engine.ledger import BudgetSnapshot
 from .exchange import Exchange, Side
 from .labels import clean_text

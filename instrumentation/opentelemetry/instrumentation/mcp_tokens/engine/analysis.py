@@ -16,6 +16,7 @@ from enum import Enum
 
 from . import blocks as _blocks
 from .blocks import Block, BlockType
+from .compact import compact_json
 from .content import classify
 from .estimate import estimate_tokens
 from .images import ImageModel, MediaEstimate, estimate_audio, estimate_image
@@ -178,7 +179,7 @@ class Analyzer:
 
     def _estimate_whole(self, kind: PayloadKind, payload: object, exc: Exception) -> Analysis:
         try:
-            tokens = estimate_tokens(_blocks.compact_json(payload))
+            tokens = estimate_tokens(compact_json(payload))
         except Exception:
             tokens = 0
         return Analysis(

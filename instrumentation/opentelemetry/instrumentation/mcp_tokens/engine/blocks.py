@@ -19,10 +19,13 @@ from __future__ import annotations
 
 import base64
 import binascii
-import json
-from collections.abc import Iterator, Mapping
+import itertools
+from collections import deque
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from enum import Enum
+
+from .compact import compact_json
 
 # Fields of a tool definition that reach the model. `_meta`, `icons` and `execution`
 # are client-side metadata and are not shown to it.
@@ -65,11 +68,6 @@ class Block:
     mime_type: str | None = None
     name: str | None = None
     json_value: object = None
-
-
-def compact_json(value: object) -> str:
-    """The compact JSON form used for every JSON-valued block."""
-    return json.dumps(value, separators=(",", ":"), ensure_ascii=False, default=str)
 
 
 def tool_result_blocks(result: object) -> Iterator[Block]:
@@ -210,28 +208,43 @@ def _optional_str(value: object) -> str | None:
     return value if isinstance(value, str) else None
 
 
-# How many JSON nodes `payload_chars` visits at most: enough for any realistic
-# content list, and a fixed cost however large the payload is.
-_WEIGHT_NODE_BUDGET = 4096
+# `payload_chars` visits at most this many nodes, and this many elements of any one list or
+# dict (evenly spread), scaling what it finds by the elements it skipped.
+_WEIGHT_NODE_BUDGET = 128
+_WEIGHT_SAMPLE = 8
 
 
 def payload_chars(payload: object) -> int:
-    """Characters held in a payload's strings, from a bounded walk (a lower bound).
+    """About how many characters a payload's strings hold, from a bounded sample.
 
-    Used to bound the memory of queued payloads without serialising them: the walk visits
-    at most `_WEIGHT_NODE_BUDGET` nodes, so it costs microseconds on any payload; long
-    strings (the bulk of large payloads) are counted in O(1) each.
+    It runs on the caller's path (the worker queue's memory bound), so it must cost the
+    same few microseconds for a 1 KB result and a 20 MB listing: it visits at most
+    `_WEIGHT_NODE_BUDGET` nodes, samples `_WEIGHT_SAMPLE` elements of longer lists and
+    dicts and scales them up, and reads a long string's length in O(1).
     """
-    total = 0
-    stack: list[object] = [payload]
+    total = 0.0
+    # Breadth first: the large strings of MCP results sit near the top (content[].text).
+    queue: deque[tuple[object, float]] = deque([(payload, 1.0)])
     visited = 0
-    while stack and visited < _WEIGHT_NODE_BUDGET:
-        node = stack.pop()
+    while queue and visited < _WEIGHT_NODE_BUDGET:
+        node, scale = queue.popleft()
         visited += 1
-        if isinstance(node, str):
-            total += len(node)
-        elif isinstance(node, Mapping):
-            stack.extend(node.values())
-        elif isinstance(node, list | tuple):
-            stack.extend(node[:_WEIGHT_NODE_BUDGET])
-    return total
+        if type(node) is str:
+            total += scale * len(node)
+            continue
+        count, children = _sample(node)
+        if children:
+            share = scale * count / len(children)
+            queue.extend([(child, share) for child in children])
+    return int(total)
+
+
+def _sample(node: object) -> tuple[int, Sequence[object]]:
+    """How many elements a list or mapping holds, and up to `_WEIGHT_SAMPLE` of them spread
+    evenly (a mapping's values cannot be indexed: its first ones)."""
+    if type(node) is list or type(node) is tuple:
+        count = len(node)
+        return count, node if count <= _WEIGHT_SAMPLE else node[:: count // _WEIGHT_SAMPLE][:_WEIGHT_SAMPLE]
+    if isinstance(node, Mapping):
+        return len(node), list(itertools.islice(node.values(), _WEIGHT_SAMPLE))
+    return 0, ()

@@ -28,7 +28,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from enum import Enum
 
-from .blocks import Block, BlockType, compact_json
+from .blocks import Block, BlockType
+from .compact import compact_json
 
 MARKER_SCAN_CHARS = 64 << 10
 FULL_FORMAT_CHARS = 64 << 10
@@ -78,7 +79,9 @@ class _PayloadScan:
         self._count = count
         self._marker = marker
         self._parsed: dict[int, object] = {}
-        self._seen: set[tuple[BlockType, str]] = set()
+        # Earlier blocks by type, length and a strided sample of their text: hashing a whole
+        # 20 MB text would keep the GIL for milliseconds, comparing equal texts is a memcmp.
+        self._seen: dict[tuple[BlockType, int, str], list[str]] = {}
 
     def overhead_of(self, index: int, tokens: int) -> BlockOverhead | None:
         block = self._blocks[index]
@@ -86,10 +89,8 @@ class _PayloadScan:
             return None
         if self._marker is not None and block.text and self._marker.search(block.text, 0, MARKER_SCAN_CHARS):
             return BlockOverhead(OverheadKind.MARKED, tokens)
-        identity = (block.type, block.text or block.data)
-        if identity in self._seen:
+        if self._repeats_earlier(block):
             return BlockOverhead(OverheadKind.DUPLICATE, tokens)
-        self._seen.add(identity)
         if block.type is BlockType.STRUCTURED and self._shown_as_text(block, index):
             return BlockOverhead(OverheadKind.DUPLICATE, tokens)
         if block.type in _TEXT_TYPES and _looks_like_json(block.text):
@@ -98,12 +99,25 @@ class _PayloadScan:
                 return BlockOverhead(OverheadKind.FORMATTING, waste)
         return None
 
+    def _repeats_earlier(self, block: Block) -> bool:
+        """Whether an earlier block of the same type showed the same text (or data); remembers this one."""
+        content = block.text or block.data
+        sample = content[:: max(1, len(content) // _IDENTITY_SAMPLE_CHARS)]
+        earlier = self._seen.setdefault((block.type, len(content), sample), [])
+        if any(_same_text(content, other) for other in earlier):
+            return True
+        # Texts that share length and sample but differ are rare; a payload made of many of
+        # them (hostile) must not make this quadratic, so a bucket stops growing.
+        if len(earlier) < _IDENTITY_BUCKET_TEXTS:
+            earlier.append(content)
+        return False
+
     def _shown_as_text(self, structured: Block, before: int) -> bool:
         for index in range(before):
             block = self._blocks[index]
             if block.type not in _TEXT_TYPES:
                 continue
-            if block.text == structured.text:
+            if len(block.text) == len(structured.text) and _same_text(block.text, structured.text):
                 return True
             if len(block.text) > FULL_FORMAT_CHARS:
                 # Too large to parse again: compare its whitespace-free form instead (exact for
@@ -168,6 +182,25 @@ def _sample_windows(text: str) -> str:
         cut = window.rfind("\n")
         windows.append(window[: cut + 1] if cut > 0 else window)
     return "".join(windows)
+
+
+# Duplicate detection keys texts by an evenly strided sample of about this many characters,
+# and compares a new text with at most this many earlier texts of the same key.
+_IDENTITY_SAMPLE_CHARS = 512
+_IDENTITY_BUCKET_TEXTS = 8
+# Texts are compared this many characters at a time, so no comparison keeps the GIL long.
+_COMPARE_STEP = 1 << 20
+
+
+def _same_text(first: str, second: str) -> bool:
+    if first is second:
+        return True
+    if len(first) <= _COMPARE_STEP:
+        return first == second
+    return all(
+        first[start : start + _COMPARE_STEP] == second[start : start + _COMPARE_STEP]
+        for start in range(0, len(first), _COMPARE_STEP)
+    )
 
 
 class _NotJson:
