@@ -88,3 +88,100 @@ def test_sliced_keeps_a_profile_hook_someone_else_set() -> None:
         assert sys.getprofile() is theirs
     finally:
         sys.setprofile(None)
+
+
+# --- waiting for the process's MCP operations in flight ---------------------------------------
+
+from opentelemetry.instrumentation.mcp_tokens import worker as worker_module  # noqa: E402
+from opentelemetry.instrumentation.mcp_tokens.exchange import IN_FLIGHT, InFlight  # noqa: E402
+
+
+def test_an_exchange_is_in_flight_from_creation_to_finish() -> None:
+    flight = InFlight()
+    assert not flight.wait_until_quiet(1.0), "nothing in flight: no wait"
+    started = Exchange(Side.CLIENT, "tools/call")
+    flight.add(started)
+    finisher = threading.Timer(0.05, flight.discard, (started,))
+    before = time.perf_counter()
+    finisher.start()
+    assert flight.wait_until_quiet(5.0)
+    assert 0.04 <= time.perf_counter() - before < 2.0, "woken by the finish, not the timeout"
+
+
+def test_exchanges_register_themselves_until_finished_or_submitted() -> None:
+    running = Exchange(Side.SERVER, "tools/call")
+    assert id(running) in IN_FLIGHT._started
+    running.finish({"content": []})
+    assert id(running) not in IN_FLIGHT._started
+    # Built with its response already (tests, replays): never in flight.
+    done = Exchange(Side.SERVER, "tools/call", response={"content": []})
+    assert id(done) not in IN_FLIGHT._started
+    lost = Exchange(Side.CLIENT, "tools/list")
+    worker = AnalysisWorker(lambda e: None, lambda e: None)
+    worker.submit(lost)  # a path that never called finish(): submitting ends it too
+    assert id(lost) not in IN_FLIGHT._started
+
+
+def test_an_operation_that_never_finishes_stops_holding_the_worker(monkeypatch: pytest.MonkeyPatch) -> None:
+    flight = InFlight()
+    monkeypatch.setattr(InFlight, "STALE_S", 0.05)
+    flight.add(object())
+    time.sleep(0.1)
+    before = time.perf_counter()
+    assert not flight.wait_until_quiet(5.0)
+    assert time.perf_counter() - before < 1.0
+
+
+def test_a_finished_response_path_settles_before_the_worker_resumes() -> None:
+    flight = InFlight()
+    flight.settling(0.05)
+    before = time.perf_counter()
+    assert flight.wait_until_quiet(5.0)
+    assert 0.04 <= time.perf_counter() - before < 1.0
+
+
+def test_the_worker_pauses_while_an_operation_is_in_flight() -> None:
+    """A long analysis stops at its next pause while a call runs, and resumes when it ends."""
+    progress: list[float] = []
+    call: list[Exchange] = []
+
+    def analyse(exchange: Exchange) -> None:
+        with sliced():
+            end = time.perf_counter() + 0.4
+            while time.perf_counter() < end:
+                progress.append(time.perf_counter())
+                if len(progress) == 50:  # a call starts while the analysis runs
+                    call.append(Exchange(Side.CLIENT, "tools/call"))
+
+    worker = AnalysisWorker(analyse, lambda e: None)
+    worker.start()
+    try:
+        finished = Exchange(Side.CLIENT, "tools/call")
+        finished.finish({"content": []})
+        worker.submit(finished)
+        deadline = time.monotonic() + 5
+        while not call and time.monotonic() < deadline:
+            time.sleep(0.001)
+        assert call, "the analysis did not start"
+        # The worker waits from its next pause (within a slice) for up to MAX_DEFER_S.
+        time.sleep(0.03)
+        waiting_since = len(progress)
+        time.sleep(0.01)
+        assert len(progress) == waiting_since, "no analysis while the call is in flight"
+        call[0].finish({"content": []})
+        assert worker.drain(5)
+    finally:
+        worker.stop()
+
+
+def test_an_analysis_that_lags_or_a_full_queue_does_not_wait() -> None:
+    worker = AnalysisWorker(lambda e: None, lambda e: None, max_pending=4)
+    recent = Exchange(Side.CLIENT, "tools/call")
+    recent.finish({"content": []})
+    assert worker._may_defer(recent)
+    old = Exchange(Side.CLIENT, "tools/call")
+    old.finish({"content": []})
+    old.end_ns -= int(2 * worker_module.MAX_LAG_S * 1e9)
+    assert not worker._may_defer(old)
+    worker._queue.extend((recent, 0) for _ in range(2))
+    assert not worker._may_defer(recent)

@@ -7,6 +7,7 @@ the analysis worker.
 
 from __future__ import annotations
 
+import threading
 import time
 from dataclasses import dataclass, field
 from enum import Enum
@@ -40,6 +41,92 @@ RESPONSE_KINDS: dict[str, PayloadKind] = {
 BUDGETED_METHODS = frozenset({"tools/call", "tools/list", "resources/read", "prompts/get"})
 
 
+# Handing an exchange over is not the end of its response path: the server's transport still
+# serialises and writes the response, the client's SDK still validates it into typed models
+# (about as long per character as reading it). The analysis waits for that to be over rather
+# than take the GIL from it: SETTLE_S, plus a time per character, after the response completed.
+SETTLE_S = 0.002
+SETTLE_CHARS_PER_S = 200e6
+MAX_SETTLE_S = 0.25
+
+
+def settle_seconds(weight: int) -> float:
+    """How long a response path of `weight` characters likely goes on after it completed."""
+    return min(MAX_SETTLE_S, SETTLE_S + weight / SETTLE_CHARS_PER_S)
+
+
+class InFlight:
+    """The MCP operations of this process that started and have not finished yet.
+
+    The analysis worker pauses while there are any (see worker.py): an operation in flight
+    is an event loop that may need the GIL at any moment. Patches never call this: an
+    `Exchange` registers itself when created for an operation that is starting, and leaves
+    at `finish()` (or when submitted). One that is never finished stops counting after
+    `STALE_S`, so a lost exchange cannot hold the worker back for long.
+    """
+
+    STALE_S = 10.0
+    # Bounds memory if exchanges were created and lost faster than they go stale.
+    MAX_TRACKED = 10_000
+
+    def __init__(self) -> None:
+        self._started: dict[int, float] = {}  # id(exchange) -> time.monotonic() at start
+        self._quiet = threading.Event()
+        self._quiet.set()
+        # A finished operation's response path goes on for a while (the server writes the
+        # response, the client validates it): quiet only from this time.monotonic() on.
+        self._settled_at = 0.0
+
+    def add(self, exchange: object) -> None:
+        if len(self._started) >= self.MAX_TRACKED:
+            return
+        if not self._started:
+            self._quiet.clear()
+        self._started[id(exchange)] = time.monotonic()
+
+    def discard(self, exchange: object) -> None:
+        if self._started.pop(id(exchange), None) is not None:
+            # Before the waiting worker wakes: submit() extends this by the payload's size.
+            self.settling(SETTLE_S)
+            if not self._started:
+                self._quiet.set()
+
+    def settling(self, seconds: float) -> None:
+        """A response just completed; its path is likely over in `seconds`."""
+        self._settled_at = max(self._settled_at, time.monotonic() + seconds)
+
+    def wait_until_quiet(self, timeout: float) -> bool:
+        """Wait (without the GIL) until no operation is in flight and the last one's response
+        path is likely over, at most `timeout` seconds. Returns whether it waited at all."""
+        deadline = time.monotonic() + timeout
+        waited = False
+        if not self._quiet.is_set() and self._forget_stale():
+            self._quiet.wait(timeout)
+            waited = True
+        remaining = min(self._settled_at, deadline) - time.monotonic()
+        if remaining > 0:
+            time.sleep(remaining)
+            waited = True
+        return waited
+
+    def _forget_stale(self) -> bool:
+        """Drop operations older than STALE_S; whether any operation is still in flight."""
+        cutoff = time.monotonic() - self.STALE_S
+        try:
+            stale = [key for key, started in self._started.items() if started < cutoff]
+        except RuntimeError:  # changed by another thread while iterating: look next time
+            return True
+        for key in stale:
+            self._started.pop(key, None)
+        if not self._started:
+            self._quiet.set()
+            return False
+        return True
+
+
+IN_FLIGHT = InFlight()
+
+
 @dataclass(frozen=True, slots=True)
 class BudgetRef:
     """Which budget scope an exchange is charged to."""
@@ -70,10 +157,16 @@ class Exchange:
     # sampling/createMessage request is CLIENT here (and the client's answer SERVER).
     operation_side: Side | None = None
 
+    def __post_init__(self) -> None:
+        # Created before its response: an operation starts (and is in flight until finish()).
+        if not self.end_ns and self.response is None:
+            IN_FLIGHT.add(self)
+
     def finish(self, response: object = None, error_type: str | None = None) -> None:
         self.end_ns = time.time_ns()
         self.response = response
         self.error_type = error_type
+        IN_FLIGHT.discard(self)
 
     @property
     def duration_s(self) -> float:

@@ -14,7 +14,14 @@ The worker shares the interpreter with the application, so it stays out of its w
   holder blocks or after the switch interval (5 ms), so without these pauses an event
   loop that wakes up while the worker runs Python could wait milliseconds;
 - it starts an exchange's analysis only once the rest of that response path (writing
-  or validating the response) is likely over (`SETTLE_S`).
+  or validating the response) is likely over (`SETTLE_S`);
+- at each pause it also waits, up to `MAX_DEFER_S`, while an MCP operation of this
+  process is in flight (`exchange.IN_FLIGHT`), and the pipeline counts in short chunks so
+  that pauses come every few milliseconds: a call running next to the analysis would
+  otherwise lose the GIL at each of its pipe reads and socket writes, and share the CPU
+  and caches with the tokenizer. It defers only while the exchange it analyses finished
+  less than `MAX_LAG_S` ago and its queue is less than half full, so under sustained load
+  telemetry lags by about a second at most and the analysis keeps up rather than skipping.
 """
 
 from __future__ import annotations
@@ -29,7 +36,7 @@ from collections import deque
 from collections.abc import Callable, Iterator
 
 from .engine.blocks import payload_chars
-from .exchange import Exchange
+from .exchange import IN_FLIGHT, Exchange, settle_seconds
 
 _logger = logging.getLogger(__name__)
 
@@ -40,13 +47,10 @@ NICE_INCREMENT = 19
 YIELD_S = 0.0001
 # How long the worker may run Python before it pauses: what a waiting event loop loses.
 SLICE_S = 0.0002
-# Handing an exchange over is not the end of its response path: the server's transport still
-# serialises and writes the response, the client's SDK still validates it into typed models
-# (about as long per character as reading it). The analysis waits for that to be over rather
-# than take the GIL from it: SETTLE_S, plus a time per character, after the response completed.
-SETTLE_S = 0.002
-SETTLE_CHARS_PER_S = 200e6
-MAX_SETTLE_S = 0.25
+# How long one pause may wait for the process's MCP operations in flight to finish, and
+# how far behind its responses the analysis may fall before it stops waiting for them.
+MAX_DEFER_S = 0.05
+MAX_LAG_S = 1.0
 
 _slices = threading.local()
 
@@ -54,10 +58,12 @@ _slices = threading.local()
 def yield_gil() -> None:
     """Pause if this thread ran longer than `SLICE_S` since its last pause, so that a
     thread waiting for the GIL (an event loop) runs now rather than after the switch
-    interval."""
+    interval; while MCP operations are in flight (and this thread may defer), the pause
+    lasts until they finish, up to `MAX_DEFER_S`."""
     now = time.perf_counter()
     if now - getattr(_slices, "since", 0.0) >= SLICE_S:
-        time.sleep(YIELD_S)
+        if not (getattr(_slices, "may_defer", False) and IN_FLIGHT.wait_until_quiet(MAX_DEFER_S)):
+            time.sleep(YIELD_S)
         _slices.since = time.perf_counter()
 
 
@@ -127,7 +133,9 @@ class AnalysisWorker:
     def submit(self, exchange: Exchange) -> None:
         handled = False  # queued, or handed to on_overflow: exactly one of the two, once
         try:
+            IN_FLIGHT.discard(exchange)  # over, even if a path never called finish()
             weight = payload_chars(exchange.request) + payload_chars(exchange.response)
+            IN_FLIGHT.settling(settle_seconds(weight))
             with self._condition:
                 accepted = (
                     not self._stopping
@@ -184,6 +192,16 @@ class AnalysisWorker:
     def pending(self) -> int:
         return len(self._queue)
 
+    def _may_defer(self, exchange: Exchange) -> bool:
+        """Whether this exchange's analysis may wait for operations in flight: only while it
+        is recent and the queue has room (else the analysis must catch up, or skip)."""
+        lag_s = (time.time_ns() - exchange.end_ns) / 1e9 if exchange.end_ns else 0.0
+        return (
+            lag_s < MAX_LAG_S
+            and 2 * len(self._queue) < self._max_pending
+            and 2 * self._pending_chars < self._max_pending_chars
+        )
+
     def _run(self) -> None:
         lower_thread_priority()
         while True:
@@ -194,6 +212,7 @@ class AnalysisWorker:
                     return
                 exchange, weight = self._queue.popleft()
                 self._busy = True
+                _slices.may_defer = self._may_defer(exchange)
             try:
                 _settle(exchange, weight)
                 self._process(exchange)
@@ -211,7 +230,7 @@ def _settle(exchange: Exchange, weight: int) -> None:
     """Sleep until the rest of the exchange's response path is likely over (see SETTLE_S)."""
     if not exchange.end_ns:
         return
-    settle = min(MAX_SETTLE_S, SETTLE_S + weight / SETTLE_CHARS_PER_S)
+    settle = settle_seconds(weight)
     remaining = settle - (time.time_ns() - exchange.end_ns) / 1e9
     if remaining > 0:
         time.sleep(min(remaining, settle))
