@@ -1,0 +1,251 @@
+"""How long the analysis makes an event loop wait: `python -m tests.bench.loop_stall`.
+
+The analysis runs on a background thread of the instrumented process. Tokenizing releases
+the GIL, but any stretch of Python, or any C call that keeps the GIL (a `json.dumps`, a
+regex over a long text, building a list), delays every other thread of the process: an
+event loop whose socket became readable cannot run until the analysis gives the GIL up.
+That delay lands directly on the MCP calls the loop serves.
+
+This measures it without any MCP transport in the way (so machine noise is small): the
+main thread runs an asyncio loop that sleeps 1 ms at a time and records how late each
+wake-up is, while the real `Pipeline` (exact tokenizer, SDK MeterProvider and spans)
+analyses one kind of payload after another on its worker. Per payload it reports the
+worst and the 99.9th-percentile lateness of the loop during the analysis, next to the
+same loop with nothing to analyse (the machine's floor).
+
+A wake-up can also be late because a cyclic-GC collection ran (on any thread: CPython
+collects in whichever thread's allocation crossed the threshold). Those are the host's
+pauses, whoever triggered them, and their length depends on how many objects the whole
+process holds, so the probe records every collection and reports the lateness of the
+wake-ups that no collection overlapped ("worst, no GC") apart from the rest.
+
+Exits 1 when, for any payload, the worst lateness that no collection explains exceeds
+the floor's worst by more than `--bound-ms` (default 1 ms).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import base64
+import gc
+import json
+import math
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from opentelemetry.instrumentation.mcp_tokens.config import Settings
+from opentelemetry.instrumentation.mcp_tokens.exchange import Exchange, Side
+from opentelemetry.instrumentation.mcp_tokens.pipeline import Pipeline
+from opentelemetry.sdk.metrics import MeterProvider
+from opentelemetry.sdk.metrics.export import InMemoryMetricReader
+from opentelemetry.sdk.trace import TracerProvider
+
+from .engine import json_payload
+
+TICK_S = 0.001
+
+
+@dataclass(frozen=True)
+class Case:
+    name: str
+    method: str
+    build: Callable[[], dict[str, object]]
+
+
+def _text_result(text: str) -> dict[str, object]:
+    return {"content": [{"type": "text", "text": text}], "isError": False}
+
+
+def _records(size: int) -> list[dict[str, object]]:
+    """Rows of a typical API answer, about `size` characters of compact JSON in all."""
+    rows: list[dict[str, object]] = []
+    total = 0
+    index = 0
+    while total < size:
+        row = {
+            "id": f"ord-{index:07d}",
+            "customer": {"name": f"Customer {index % 977}", "tier": ["gold", "silver", "bronze"][index % 3]},
+            "amount": round(index * 1.37 % 9999, 2),
+            "items": [{"sku": f"SKU-{index * 7 % 10007}", "qty": index % 5 + 1}],
+            "note": "delivered on time, signed by the front desk" if index % 4 else None,
+        }
+        rows.append(row)
+        total += len(json.dumps(row, separators=(",", ":")))
+        index += 1
+    return rows
+
+
+def _structured(size: int) -> dict[str, object]:
+    """structuredContent with the same JSON as text, as the spec advises (a duplicate)."""
+    value = {"orders": _records(size // 2)}
+    text = json.dumps(value, separators=(",", ":"))
+    return {"content": [{"type": "text", "text": text}], "structuredContent": value, "isError": False}
+
+
+def _pretty(size: int) -> dict[str, object]:
+    return _text_result(json.dumps({"orders": _records(size // 2)}, indent=2))
+
+
+def _tool_list(count: int) -> dict[str, object]:
+    tools = [
+        {
+            "name": f"tool_{index}",
+            "description": f"Looks up record {index} in the catalogue and returns its fields. " * 3,
+            "inputSchema": {
+                "type": "object",
+                "properties": {f"field_{k}": {"type": "string", "description": "a filter"} for k in range(8)},
+                "required": ["field_0"],
+            },
+        }
+        for index in range(count)
+    ]
+    return {"tools": tools}
+
+
+def _image(size: int) -> dict[str, object]:
+    # A PNG header with plausible dimensions, then filler: the analysis reads the header only.
+    header = bytes.fromhex("89504e470d0a1a0a0000000d49484452000004000000030008060000005c72a866")
+    data = base64.b64encode(header + bytes(size - len(header))).decode()
+    return {"content": [{"type": "image", "data": data, "mimeType": "image/png"}]}
+
+
+def cases(full: bool) -> list[Case]:
+    sizes = [50_000, 1_000_000, *([20_000_000] if full else [])]
+    found: list[Case] = [Case("json text 1 KB", "tools/call", lambda: _text_result(json_payload(1_000)))]
+    for size in sizes:
+        label = f"{size // 1000:,} KB" if size < 1_000_000 else f"{size // 1_000_000} MB"
+        found += [
+            Case(f"json text {label}", "tools/call", lambda size=size: _text_result(json_payload(size))),
+            Case(f"structuredContent {label}", "tools/call", lambda size=size: _structured(size)),
+            Case(f"pretty JSON {label}", "tools/call", lambda size=size: _pretty(size)),
+        ]
+    found += [
+        Case(
+            "CJK prose 1 MB",
+            "tools/call",
+            lambda: _text_result("数据分析报告显示，本季度销售额增长。" * 55_000),
+        ),
+        Case("zero-width padded 1 MB", "tools/call", lambda: _text_result("note\u200b" * 200_000)),
+        Case("'a' x 1M", "tools/call", lambda: _text_result("a" * 1_000_000)),
+        Case("one 1 MB line of digits", "tools/call", lambda: _text_result("7" * 1_000_000)),
+        Case("tools/list, 2000 tools", "tools/list", lambda: _tool_list(2000)),
+        Case("image 5 MB", "tools/call", lambda: _image(5_000_000)),
+    ]
+    return found
+
+
+def percentile(samples: list[float], q: float) -> float:
+    ordered = sorted(samples)
+    return ordered[max(0, math.ceil(q * len(ordered)) - 1)]
+
+
+class GcLog:
+    """(start, end) of every cyclic-GC collection while installed, whatever thread ran it."""
+
+    def __init__(self) -> None:
+        self.spans: list[tuple[float, float]] = []
+        self._started = 0.0
+
+    def __enter__(self) -> GcLog:
+        gc.callbacks.append(self._note)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        gc.callbacks.remove(self._note)
+
+    def _note(self, phase: str, info: dict[str, int]) -> None:
+        if phase == "start":
+            self._started = time.perf_counter()
+        else:
+            self.spans.append((self._started, time.perf_counter()))
+
+    def overlaps(self, start: float, end: float) -> bool:
+        return any(gc_start < end and gc_end > start for gc_start, gc_end in self.spans)
+
+
+@dataclass
+class Ticks:
+    lateness: list[float]
+    # Lateness of the wake-ups that no GC collection overlapped.
+    without_gc: list[float]
+    collections: int
+
+
+async def _tick_until(done: Callable[[], bool], minimum_s: float) -> Ticks:
+    """Sleep TICK_S at a time until `done()` (and at least `minimum_s`); each wake-up's lateness."""
+    lateness: list[float] = []
+    without_gc: list[float] = []
+    started = time.perf_counter()
+    with GcLog() as log:
+        while not done() or time.perf_counter() - started < minimum_s:
+            before = time.perf_counter()
+            await asyncio.sleep(TICK_S)
+            after = time.perf_counter()
+            lateness.append(after - before - TICK_S)
+            if not log.overlaps(before, after):
+                without_gc.append(after - before - TICK_S)
+    return Ticks(lateness, without_gc or [0.0], len(log.spans))
+
+
+async def measure(pipeline: Pipeline, tracer_provider: TracerProvider, case: Case, repeat: int) -> Ticks:
+    tracer = tracer_provider.get_tracer("loop-stall")
+    payloads = [case.build() for _ in range(repeat)]
+    gc.collect()  # building the payloads is not the analysis: start from a collected heap
+    for response in payloads:
+        exchange = Exchange(Side.CLIENT, case.method, target="payload", server_name="bench")
+        exchange.span = tracer.start_span(case.method)
+        exchange.end_span = True
+        exchange.finish(response)
+        pipeline.submit(exchange)
+    return await _tick_until(lambda: pipeline.worker.drain(0), minimum_s=0.05)
+
+
+Row = tuple[str, Ticks]
+
+
+async def run(full: bool, repeat: int) -> list[Row]:
+    reader = InMemoryMetricReader()
+    tracer_provider = TracerProvider()
+    pipeline = Pipeline(Settings(), MeterProvider(metric_readers=[reader]).get_meter("loop-stall"))
+    pipeline.start()
+    if not pipeline.loader.wait(60):
+        raise RuntimeError("the tokenizer did not load")
+    rows: list[Row] = [("nothing to analyse (floor)", await _tick_until(lambda: True, minimum_s=1.0))]
+    for case in cases(full):
+        ticks = await measure(pipeline, tracer_provider, case, repeat)
+        rows.append((case.name, ticks))
+        print(f"  {case.name}: worst {max(ticks.lateness) * 1000:.2f} ms", file=sys.stderr)
+    pipeline.shutdown()
+    return rows
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--full", action="store_true", help="add the 20 MB payloads")
+    parser.add_argument("--repeat", type=int, default=3, help="payloads of each kind analysed in a row")
+    parser.add_argument("--bound-ms", type=float, default=1.0)
+    args = parser.parse_args(argv)
+    rows = asyncio.run(run(args.full, args.repeat))
+    floor_worst = max(rows[0][1].without_gc)
+    print(f"{'payload':<30} {'ticks':>6} {'worst ms':>9} {'p99.9 ms':>9} {'worst, no GC':>13} {'GCs':>5}")
+    over = []
+    for name, ticks in rows:
+        worst, clean = max(ticks.lateness), max(ticks.without_gc)
+        print(
+            f"{name:<30} {len(ticks.lateness):>6} {worst * 1000:>9.2f} "
+            f"{percentile(ticks.lateness, 0.999) * 1000:>9.2f} {clean * 1000:>13.2f} {ticks.collections:>5}"
+        )
+        if clean - floor_worst > args.bound_ms / 1000:
+            over.append(name)
+    if over:
+        print(f"over the bound ({args.bound_ms:g} ms above the floor's worst): {', '.join(over)}")
+        return 1
+    print(f"every payload within {args.bound_ms:g} ms of the floor's worst")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
