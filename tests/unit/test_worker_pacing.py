@@ -185,3 +185,30 @@ def test_an_analysis_that_lags_or_a_full_queue_does_not_wait() -> None:
     assert not worker._may_defer(old)
     worker._queue.extend((recent, 0) for _ in range(2))
     assert not worker._may_defer(recent)
+
+
+def test_the_worker_lets_go_of_an_exchange_once_processed() -> None:
+    """Not when the next one arrives: freeing a large payload must not land at a random later time."""
+    import gc
+    import weakref
+
+    class Payload(dict):  # type: ignore[type-arg]
+        pass
+
+    worker = AnalysisWorker(lambda e: None, lambda e: None)
+    worker.start()
+    try:
+        payload = Payload(content=[])
+        gone = weakref.ref(payload)
+        done = Exchange(Side.CLIENT, "tools/call")
+        done.finish(payload)
+        worker.submit(done)
+        del payload, done
+        assert worker.drain(5)
+        deadline = time.monotonic() + 5
+        while gone() is not None and time.monotonic() < deadline:
+            time.sleep(0.01)
+            gc.collect()
+        assert gone() is None
+    finally:
+        worker.stop()

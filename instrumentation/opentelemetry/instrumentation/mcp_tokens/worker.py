@@ -51,6 +51,8 @@ SLICE_S = 0.0002
 # how far behind its responses the analysis may fall before it stops waiting for them.
 MAX_DEFER_S = 0.05
 MAX_LAG_S = 1.0
+# Payloads at least this large (in characters) are let go only while no call is in flight.
+RELEASE_QUIETLY_CHARS = 1 << 18
 
 _slices = threading.local()
 
@@ -223,6 +225,11 @@ class AnalysisWorker:
                     self._pending_chars -= weight
                     self._busy = False
                     self._condition.notify_all()
+            if weight >= RELEASE_QUIETLY_CHARS and _slices.may_defer:
+                # If this thread holds the last reference, dropping it frees the payload's
+                # objects with the GIL held (tens of ms for a million of them): not mid-call.
+                IN_FLIGHT.wait_until_quiet(MAX_DEFER_S)
+            del exchange  # now, not when the next exchange arrives
             yield_gil()
 
 
