@@ -13,7 +13,7 @@ STAMP1 := $(VENV1)/.installed
 
 PYTEST_ARGS ?=
 
-.PHONY: all install install-mcp1 demo test lint typecheck unit unit-mcp1 bench bench-instrumented clean
+.PHONY: all install install-mcp1 demo test lint typecheck unit unit-mcp1 bench bench-instrumented bench-loop-stall clean
 
 all: test
 
@@ -51,8 +51,12 @@ unit-mcp1: $(STAMP1)
 
 test: lint typecheck unit unit-mcp1
 
-bench: $(STAMP) bench-instrumented
+bench: $(STAMP) bench-loop-stall bench-instrumented
 	$(PY) -m tests.bench.engine
+
+# How late an event loop wakes up while the analysis worker runs, per payload kind (1 KB to 20 MB).
+bench-loop-stall: $(STAMP)
+	$(PY) -m tests.bench.loop_stall --full
 
 # Tool-call latency with and without the instrumentation (stdio and in-memory, 1 KB to 20 MB).
 bench-instrumented: $(STAMP)
