@@ -142,3 +142,16 @@ def test_large_identical_blocks_are_duplicates_and_near_identical_ones_are_not(c
     kinds = [o.kind if o else None for o in overhead_of(counter, result)]
     assert kinds[:2] == [None, None]
     assert kinds[2] is OverheadKind.DUPLICATE
+
+
+def test_structured_content_that_repeats_a_large_text_block_exactly_is_a_duplicate(
+    counter: TokenCounter,
+) -> None:
+    value = {"rows": [{"id": i, "note": "x" * 200} for i in range(8_000)]}  # compact JSON > 1 Mi chars
+    text = compact_json(value)
+    assert len(text) > (1 << 20)
+    overheads = overhead_of(
+        counter, {"content": [{"type": "text", "text": text}], "structuredContent": value}
+    )
+    assert overheads[0] is None
+    assert overheads[1] is not None and overheads[1].kind is OverheadKind.DUPLICATE

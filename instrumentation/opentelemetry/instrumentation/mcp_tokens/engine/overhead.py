@@ -117,7 +117,7 @@ class _PayloadScan:
             block = self._blocks[index]
             if block.type not in _TEXT_TYPES:
                 continue
-            if len(block.text) == len(structured.text) and _same_text(block.text, structured.text):
+            if _same_text(block.text, structured.text):
                 return True
             if len(block.text) > FULL_FORMAT_CHARS:
                 # Too large to parse again: compare its whitespace-free form instead (exact for
@@ -195,6 +195,8 @@ _COMPARE_STEP = 1 << 20
 def _same_text(first: str, second: str) -> bool:
     if first is second:
         return True
+    if len(first) != len(second):  # before any slicing
+        return False
     if len(first) <= _COMPARE_STEP:
         return first == second
     return all(
