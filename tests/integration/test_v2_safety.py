@@ -363,9 +363,9 @@ def test_counting_is_off_the_response_path_and_spans_end_when_the_response_compl
     with instrumented() as telemetry:
         analyse = telemetry.pipeline._analyse
 
-        def slow_analyse(exchange: Any) -> Any:
+        def slow_analyse(exchange: Any, *args: Any) -> Any:
             time.sleep(slow_s)  # a slow tokenizer: the caller must not wait for it
-            return analyse(exchange)
+            return analyse(exchange, *args)
 
         monkeypatch.setattr(telemetry.pipeline, "_analyse", slow_analyse)
         returned_ns, elapsed = anyio.run(call)

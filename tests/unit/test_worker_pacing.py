@@ -99,7 +99,7 @@ from opentelemetry.instrumentation.mcp_tokens.exchange import IN_FLIGHT, InFligh
 def test_an_exchange_is_in_flight_from_creation_to_finish() -> None:
     flight = InFlight()
     assert not flight.wait_until_quiet(1.0), "nothing in flight: no wait"
-    started = Exchange(Side.CLIENT, "tools/call")
+    started = object()  # an Exchange would register in the process-wide IN_FLIGHT too
     flight.add(started)
     finisher = threading.Timer(0.05, flight.discard, (started,))
     before = time.perf_counter()
@@ -163,7 +163,7 @@ def test_the_worker_pauses_while_an_operation_is_in_flight() -> None:
         while not call and time.monotonic() < deadline:
             time.sleep(0.001)
         assert call, "the analysis did not start"
-        # The worker waits from its next pause (within a slice) for up to MAX_DEFER_S.
+        # The worker waits from its next pause (within a slice).
         time.sleep(0.03)
         waiting_since = len(progress)
         time.sleep(0.01)
@@ -174,17 +174,89 @@ def test_the_worker_pauses_while_an_operation_is_in_flight() -> None:
         worker.stop()
 
 
-def test_an_analysis_that_lags_or_a_full_queue_does_not_wait() -> None:
-    worker = AnalysisWorker(lambda e: None, lambda e: None, max_pending=4)
-    recent = Exchange(Side.CLIENT, "tools/call")
-    recent.finish({"content": []})
-    assert worker._may_defer(recent)
-    old = Exchange(Side.CLIENT, "tools/call")
-    old.finish({"content": []})
-    old.end_ns -= int(2 * worker_module.MAX_LAG_S * 1e9)
-    assert not worker._may_defer(old)
-    worker._queue.extend((recent, 0) for _ in range(2))
-    assert not worker._may_defer(recent)
+def test_the_worker_is_behind_when_an_exchange_waited_too_long_or_the_queue_holds_too_much() -> None:
+    worker = AnalysisWorker(lambda e: None, lambda e: None, max_pending_chars=1000)
+    assert not worker._is_behind(0.0)
+    assert not worker._is_behind(worker_module.MAX_LAG_S)
+    assert worker._is_behind(worker_module.MAX_BACKLOG_S)
+    worker._pending_chars = 499
+    assert not worker._is_behind(0.0)
+    worker._pending_chars = 500
+    assert worker._is_behind(0.0)
+
+
+def _finished(ago_s: float = 0.0) -> Exchange:
+    exchange = Exchange(Side.CLIENT, "tools/call")
+    exchange.finish({"content": []})
+    exchange.end_ns -= int(ago_s * 1e9)
+    return exchange
+
+
+def test_exchanges_the_worker_is_behind_on_go_to_on_backlog() -> None:
+    counted: list[Exchange] = []
+    estimated: list[Exchange] = []
+    worker = AnalysisWorker(counted.append, lambda e: None, on_backlog=estimated.append)
+    worker.start()
+    try:
+        recent, old = _finished(), _finished(2 * worker_module.MAX_BACKLOG_S)
+        worker.submit(recent)
+        worker.submit(old)
+        assert worker.drain(5)
+        assert counted == [recent]
+        assert estimated == [old]
+    finally:
+        worker.stop()
+
+
+def test_without_on_backlog_the_worker_processes_what_it_is_behind_on() -> None:
+    counted: list[Exchange] = []
+    worker = AnalysisWorker(counted.append, lambda e: None)
+    worker.start()
+    try:
+        old = _finished(2 * worker_module.MAX_BACKLOG_S)
+        worker.submit(old)
+        assert worker.drain(5)
+        assert counted == [old]
+    finally:
+        worker.stop()
+
+
+def test_an_operation_in_flight_delays_an_analysis_until_max_lag_at_most(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A long call in flight (a slow tool, say) holds the analysis back by MAX_LAG_S, no more."""
+    monkeypatch.setattr(worker_module, "MAX_LAG_S", 0.3)
+    started: list[float] = []
+    worker = AnalysisWorker(lambda e: started.append(time.perf_counter()), lambda e: None)
+    worker.start()
+    slow_call = Exchange(Side.SERVER, "tools/call")
+    try:
+        done = _finished()
+        submitted = time.perf_counter()
+        worker.submit(done)
+        assert worker.drain(5)
+        assert 0.25 <= started[0] - submitted < 2.0
+    finally:
+        slow_call.finish({"content": []})
+        worker.stop()
+
+
+def test_an_analysis_starts_once_the_calls_in_flight_are_over() -> None:
+    started: list[float] = []
+    worker = AnalysisWorker(lambda e: started.append(time.perf_counter()), lambda e: None)
+    worker.start()
+    call = Exchange(Side.SERVER, "tools/call")
+    try:
+        worker.submit(_finished())
+        time.sleep(0.1)
+        assert not started, "no analysis while a call is in flight"
+        ended = time.perf_counter()
+        call.finish({"content": []})
+        assert worker.drain(5)
+        assert 0 <= started[0] - ended < 0.5
+    finally:
+        call.finish({"content": []})
+        worker.stop()
 
 
 def test_the_worker_lets_go_of_an_exchange_once_processed() -> None:

@@ -19,6 +19,7 @@ from opentelemetry.util.types import AttributeValue
 from . import semconv
 from .config import Settings
 from .engine.analysis import Analysis, Analyzer, AnalyzerOptions, PayloadKind
+from .engine.estimate import EstimateTokenizer
 from .engine.ledger import BudgetLedger, BudgetSnapshot
 from .engine.tokenizer import TokenCounter, TokenizerLoader, TokenizerSpec
 from .exchange import BUDGETED_METHODS, Exchange, Side
@@ -32,6 +33,7 @@ _logger = logging.getLogger(__name__)
 COUNT_CHUNK_CHARS = 1 << 14
 
 SKIP_OVERLOAD = "overload"
+SKIP_BACKLOG = "backlog"
 SKIP_OVER_MAX_BYTES = "over_max_bytes"
 SKIP_NO_TOKENIZER = "no_exact_tokenizer"
 SKIP_ERROR = "analysis_error"
@@ -61,8 +63,14 @@ class Pipeline:
             capture_content=settings.capture_content,
             content_max_chars=settings.content_max_chars,
         )
-        self.worker = AnalysisWorker(self._process, self._skip_overloaded, max_pending=settings.queue_size)
+        self.worker = AnalysisWorker(
+            self._process,
+            self._skip_overloaded,
+            on_backlog=self._estimate_backlog,
+            max_pending=settings.queue_size,
+        )
         self._analyzer: Analyzer | None = None
+        self._estimator: Analyzer | None = None
 
     def start(self) -> None:
         self.loader.start()
@@ -85,19 +93,36 @@ class Pipeline:
             counter = TokenCounter(
                 tokenizer, max_bytes=self.settings.max_bytes, threads=1, chunk_chars=COUNT_CHUNK_CHARS
             )
-            options = AnalyzerOptions(
-                risk_thresholds=self.settings.risk_thresholds,
-                image_model=self.settings.image_model,
-                overhead_pattern=self.settings.overhead_pattern,
-                detect_padding=self.settings.padding,
-            )
-            self._analyzer = Analyzer(counter, options)
+            self._analyzer = Analyzer(counter, self._analyzer_options())
         return self._analyzer
 
-    def _process(self, exchange: Exchange) -> None:
+    def estimator(self) -> Analyzer:
+        """The analyzer for exchanges the worker is too far behind on to count exactly: the
+        content-aware estimate costs a small fraction of tokenizing (see engine/estimate.py)."""
+        if self._estimator is None:
+            counter = TokenCounter(EstimateTokenizer(), max_bytes=self.settings.max_bytes, threads=1)
+            self._estimator = Analyzer(counter, self._analyzer_options())
+        return self._estimator
+
+    def _analyzer_options(self) -> AnalyzerOptions:
+        return AnalyzerOptions(
+            risk_thresholds=self.settings.risk_thresholds,
+            image_model=self.settings.image_model,
+            overhead_pattern=self.settings.overhead_pattern,
+            detect_padding=self.settings.padding,
+        )
+
+    def _estimate_backlog(self, exchange: Exchange) -> None:
+        # Exchanges that queued while the tokenizer loaded are counted (start-up is not
+        # overload), and without an exact tokenizer there is nothing cheaper to fall back to.
+        loaded_ns = self.loader.loaded_ns
+        after_start_up = loaded_ns != 0 and exchange.end_ns >= loaded_ns
+        self._process(exchange, backlog=after_start_up and self.analyzer().counter.exact)
+
+    def _process(self, exchange: Exchange, backlog: bool = False) -> None:
         try:
             # Pauses between the steps keep each stretch of Python short (see worker.py).
-            outcome = self._analyse(exchange)
+            outcome = self._analyse(exchange, backlog)
             yield_gil()
             self.recorder.record_outcome(outcome)
             yield_gil()
@@ -111,10 +136,10 @@ class Pipeline:
         finally:
             _end_span(exchange)
 
-    def _analyse(self, exchange: Exchange) -> Outcome:
+    def _analyse(self, exchange: Exchange, backlog: bool) -> Outcome:
         # CPU time of this thread (counting runs on it): the pauses of `sliced` are not cost.
         started = time.thread_time()
-        analyzer = self.analyzer()
+        analyzer = self.estimator() if backlog else self.analyzer()
         with sliced():
             request = _analyse_part(analyzer, exchange.request_kind, exchange.request)
             response = _analyse_part(analyzer, exchange.response_kind, exchange.response)
@@ -127,7 +152,7 @@ class Pipeline:
             targets.admit(exchange.target)
         for analysis in (request, response):
             if analysis is not None:
-                self._record_estimates(exchange, analysis)
+                self._record_estimates(exchange, analysis, backlog)
         budget = self._charge_budget(exchange, exchange.server_name or server, request, response)
         return Outcome(
             exchange=exchange,
@@ -153,11 +178,13 @@ class Pipeline:
         tokens = sum(a.tokens for a in (request, response) if a is not None)
         return ledger.add(ref.key, tokens, context_window=window)
 
-    def _record_estimates(self, exchange: Exchange, analysis: Analysis) -> None:
+    def _record_estimates(self, exchange: Exchange, analysis: Analysis, backlog: bool) -> None:
         if analysis.exact:
             return
         if analysis.error is not None:
             reason = SKIP_ERROR
+        elif backlog:
+            reason = SKIP_BACKLOG
         elif analysis.encoding == "estimate":
             reason = SKIP_NO_TOKENIZER
         else:

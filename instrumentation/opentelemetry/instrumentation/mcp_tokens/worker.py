@@ -13,15 +13,18 @@ The worker shares the interpreter with the application, so it stays out of its w
   sleeps briefly: CPython hands the GIL to a thread that waits for it only after the
   holder blocks or after the switch interval (5 ms), so without these pauses an event
   loop that wakes up while the worker runs Python could wait milliseconds;
-- it starts an exchange's analysis only once the rest of that response path (writing
-  or validating the response) is likely over (`SETTLE_S`);
-- at each pause it also waits, up to `MAX_DEFER_S`, while an MCP operation of this
-  process is in flight (`exchange.IN_FLIGHT`), and the pipeline counts in short chunks so
-  that pauses come every few milliseconds: a call running next to the analysis would
-  otherwise lose the GIL at each of its pipe reads and socket writes, and share the CPU
-  and caches with the tokenizer. It defers only while the exchange it analyses finished
-  less than `MAX_LAG_S` ago and its queue is less than half full, so under sustained load
-  telemetry lags by about a second at most and the analysis keeps up rather than skipping.
+- it waits while an MCP operation of this process is in flight, and until the response
+  path of the last one is likely over (`exchange.IN_FLIGHT`): before it starts an
+  exchange and at every pause, so a call running next to the analysis does not lose the
+  GIL at each of its pipe reads and socket writes, nor share the CPU and caches with the
+  tokenizer. The pipeline counts in short chunks so that pauses come every few
+  milliseconds. An exchange's analysis waits so at most until `MAX_LAG_S` after its
+  response completed; past that it runs at the worker's full (sliced) pace. So a burst
+  of calls shorter than that is analysed after it, and sustained load makes the
+  telemetry lag by about `MAX_LAG_S`;
+- when it falls further behind than that (an exchange waited `MAX_BACKLOG_S`, or the
+  queue holds half its characters), exact counting cannot keep up: such exchanges go to
+  `on_backlog`, which estimates them (a fraction of the cost) and records that.
 """
 
 from __future__ import annotations
@@ -47,10 +50,11 @@ NICE_INCREMENT = 19
 YIELD_S = 0.0001
 # How long the worker may run Python before it pauses: what a waiting event loop loses.
 SLICE_S = 0.0002
-# How long one pause may wait for the process's MCP operations in flight to finish, and
-# how far behind its responses the analysis may fall before it stops waiting for them.
-MAX_DEFER_S = 0.05
+# How long after its response completed an exchange's analysis may still wait for the
+# process's MCP operations in flight; and how far behind the analysis may fall before it
+# estimates instead of counting.
 MAX_LAG_S = 1.0
+MAX_BACKLOG_S = 5.0
 # Payloads at least this large (in characters) are let go only while no call is in flight.
 RELEASE_QUIETLY_CHARS = 1 << 18
 
@@ -60,13 +64,25 @@ _slices = threading.local()
 def yield_gil() -> None:
     """Pause if this thread ran longer than `SLICE_S` since its last pause, so that a
     thread waiting for the GIL (an event loop) runs now rather than after the switch
-    interval; while MCP operations are in flight (and this thread may defer), the pause
-    lasts until they finish, up to `MAX_DEFER_S`."""
+    interval; while MCP operations are in flight, the pause lasts until they are over, up
+    to this thread's deferral deadline (see `deferring_until`)."""
     now = time.perf_counter()
     if now - getattr(_slices, "since", 0.0) >= SLICE_S:
-        if not (getattr(_slices, "may_defer", False) and IN_FLIGHT.wait_until_quiet(MAX_DEFER_S)):
+        if not _wait_for_quiet(now):
             time.sleep(YIELD_S)
         _slices.since = time.perf_counter()
+
+
+def deferring_until(deadline: float) -> None:
+    """Let this thread's pauses wait for operations in flight until `deadline`
+    (`time.perf_counter()`); 0 stops them waiting."""
+    _slices.defer_until = deadline
+
+
+def _wait_for_quiet(now: float) -> bool:
+    """Wait while operations are in flight, up to the deferral deadline; whether it waited."""
+    remaining = getattr(_slices, "defer_until", 0.0) - now
+    return remaining > 0 and IN_FLIGHT.wait_until_quiet(remaining)
 
 
 def _pause_hook(frame: object, event: str, arg: object) -> None:
@@ -110,11 +126,14 @@ class AnalysisWorker:
         process: Callable[[Exchange], None],
         on_overflow: Callable[[Exchange], None],
         *,
+        on_backlog: Callable[[Exchange], None] | None = None,
         max_pending: int = 1024,
         max_pending_chars: int = 256 << 20,
     ) -> None:
         self._process = process
         self._on_overflow = on_overflow
+        # Without a cheaper way to take exchanges the worker is behind on, it processes them.
+        self._on_backlog = on_backlog or process
         self._max_pending = max_pending
         self._max_pending_chars = max_pending_chars
         self._queue: deque[tuple[Exchange, int]] = deque()
@@ -194,15 +213,14 @@ class AnalysisWorker:
     def pending(self) -> int:
         return len(self._queue)
 
-    def _may_defer(self, exchange: Exchange) -> bool:
-        """Whether this exchange's analysis may wait for operations in flight: only while it
-        is recent and the queue has room (else the analysis must catch up, or skip)."""
-        lag_s = (time.time_ns() - exchange.end_ns) / 1e9 if exchange.end_ns else 0.0
-        return (
-            lag_s < MAX_LAG_S
-            and 2 * len(self._queue) < self._max_pending
-            and 2 * self._pending_chars < self._max_pending_chars
-        )
+    def _lag_s(self, exchange: Exchange) -> float:
+        """How long ago the exchange's response completed (0 if it has not)."""
+        return max(0.0, (time.time_ns() - exchange.end_ns) / 1e9) if exchange.end_ns else 0.0
+
+    def _is_behind(self, lag_s: float) -> bool:
+        """Whether exact counting cannot keep up: an exchange waited `MAX_BACKLOG_S`, or the
+        queue holds half the characters it may (the queue's count bound is the overflow's)."""
+        return lag_s >= MAX_BACKLOG_S or 2 * self._pending_chars >= self._max_pending_chars
 
     def _run(self) -> None:
         lower_thread_priority()
@@ -214,10 +232,14 @@ class AnalysisWorker:
                     return
                 exchange, weight = self._queue.popleft()
                 self._busy = True
-                _slices.may_defer = self._may_defer(exchange)
+                lag_s = self._lag_s(exchange)
+                behind = self._is_behind(lag_s)
+            # An exchange waits for calls in flight until MAX_LAG_S after its response.
+            deferral_deadline = 0.0 if behind else time.perf_counter() + MAX_LAG_S - lag_s
+            deferring_until(deferral_deadline)
             try:
-                _settle(exchange, weight)
-                self._process(exchange)
+                _wait_for_quiet(time.perf_counter())
+                (self._on_backlog if behind else self._process)(exchange)
             except Exception:
                 _logger.debug("mcp-tokens analysis failed", exc_info=True)
             finally:
@@ -225,19 +247,10 @@ class AnalysisWorker:
                     self._pending_chars -= weight
                     self._busy = False
                     self._condition.notify_all()
-            if weight >= RELEASE_QUIETLY_CHARS and _slices.may_defer:
+            if weight >= RELEASE_QUIETLY_CHARS:
                 # If this thread holds the last reference, dropping it frees the payload's
                 # objects with the GIL held (tens of ms for a million of them): not mid-call.
-                IN_FLIGHT.wait_until_quiet(MAX_DEFER_S)
+                _wait_for_quiet(time.perf_counter())
             del exchange  # now, not when the next exchange arrives
+            deferring_until(0.0)
             yield_gil()
-
-
-def _settle(exchange: Exchange, weight: int) -> None:
-    """Sleep until the rest of the exchange's response path is likely over (see SETTLE_S)."""
-    if not exchange.end_ns:
-        return
-    settle = settle_seconds(weight)
-    remaining = settle - (time.time_ns() - exchange.end_ns) / 1e9
-    if remaining > 0:
-        time.sleep(min(remaining, settle))

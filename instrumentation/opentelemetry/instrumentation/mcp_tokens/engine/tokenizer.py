@@ -22,6 +22,7 @@ import gzip
 import hashlib
 import logging
 import threading
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -424,6 +425,7 @@ class TokenizerLoader:
         self._thread: threading.Thread | None = None
         self._tokenizer: Tokenizer | None = None
         self._error: str | None = None
+        self._loaded_ns = 0
 
     @property
     def spec(self) -> TokenizerSpec:
@@ -457,6 +459,11 @@ class TokenizerLoader:
         """Why the exact tokenizer could not load, once loading finished with the estimate."""
         return self._error
 
+    @property
+    def loaded_ns(self) -> int:
+        """When loading finished (`time.time_ns()`), 0 until then."""
+        return self._loaded_ns
+
     def _run(self) -> None:
         try:
             self._tokenizer, self._error = _load(self._spec)
@@ -465,6 +472,7 @@ class TokenizerLoader:
         finally:
             if self._tokenizer is None:  # only if _load itself was interrupted
                 self._tokenizer, self._error = _estimate_tokenizer(), "tokenizer loading was interrupted"
+            self._loaded_ns = time.time_ns()
             self._loaded.set()
 
 
