@@ -90,7 +90,8 @@ class BenchTelemetry:
         """Drain the worker, then what the metrics and spans say about `tool`'s responses.
 
         `payload[side]` holds the sum and count of `mcp_tokens.payload` (tools/call
-        responses of `tool`); `skipped` every `mcp_tokens.analysis.skipped` point;
+        responses of `tool`) counted exactly, `estimated[side]` how many were estimated;
+        `skipped[side][reason]` the `mcp_tokens.analysis.skipped` counts;
         `span_tokens[side]` the `mcp_tokens.response` values found on spans, with how often.
         """
         pipeline = self.instrumentor.pipeline
@@ -100,17 +101,23 @@ class BenchTelemetry:
         drained = pipeline.worker.drain(DRAIN_TIMEOUT_S)
         drain_s = time.perf_counter() - started
         payload: dict[str, dict[str, int]] = defaultdict(lambda: {"sum": 0, "count": 0})
-        skipped = 0
+        estimated: dict[str, int] = defaultdict(int)
+        skipped: dict[str, dict[str, int]] = defaultdict(lambda: defaultdict(int))
         data = self._reader.get_metrics_data()
         for resource in data.resource_metrics if data is not None else ():
             for scope in resource.scope_metrics:
                 for metric in scope.metrics:
                     for point in metric.data.data_points:
                         attributes = dict(point.attributes or {})
+                        side = str(attributes.get(semconv.SIDE))
                         if metric.name == semconv.ANALYSIS_SKIPPED:
-                            skipped += int(getattr(point, "value", 0))
+                            reason = str(attributes.get(semconv.SKIP_REASON))
+                            skipped[side][reason] += int(getattr(point, "value", 0))
                         elif metric.name == semconv.PAYLOAD and _is_response_of(attributes, tool):
-                            totals = payload[str(attributes.get(semconv.SIDE))]
+                            if attributes.get(semconv.TOKENS_ENCODING) == "estimate":
+                                estimated[side] += int(getattr(point, "count", 0))
+                                continue
+                            totals = payload[side]
                             totals["sum"] += int(getattr(point, "sum", 0))
                             totals["count"] += int(getattr(point, "count", 0))
         return {
@@ -118,7 +125,8 @@ class BenchTelemetry:
             "drained": drained,
             "drain_s": drain_s,
             "payload": dict(payload),
-            "skipped": skipped,
+            "estimated": dict(estimated),
+            "skipped": {side: dict(reasons) for side, reasons in skipped.items()},
             "span_tokens": self._span_tokens(tool),
         }
 

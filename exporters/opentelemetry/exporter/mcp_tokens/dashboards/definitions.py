@@ -338,8 +338,9 @@ def alerts(settings: GeneratorSettings) -> tuple[AlertDefinition, ...]:
                 "When exchanges arrive faster than the worker counts them (`overload`), or the "
                 "analysis fails (`analysis_error`), they are skipped and counted here by reason. "
                 "Dashboards and alerts of this job then see less than the real traffic. Payloads "
-                f"estimated by design ({', '.join(EXPECTED_SKIP_REASONS)}: over the size limit, or "
-                "no exact tokenizer configured) do not alert; they show on the dashboard."
+                f"estimated by design ({', '.join(EXPECTED_SKIP_REASONS)}: over the size limit, no "
+                "exact tokenizer configured, or the worker more than 5 s behind under sustained load) "
+                "still carry estimated counts; they do not alert and show on the dashboard."
             ),
             confirm=(
                 "*MCP tokens / Overview*, *Payloads estimated or skipped* by reason, next to "
