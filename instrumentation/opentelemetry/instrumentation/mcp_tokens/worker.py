@@ -18,10 +18,10 @@ The worker shares the interpreter with the application, so it stays out of its w
   exchange and at every pause, so a call running next to the analysis does not lose the
   GIL at each of its pipe reads and socket writes, nor share the CPU and caches with the
   tokenizer. The pipeline counts in short chunks so that pauses come every few
-  milliseconds. An exchange's analysis waits so at most until `MAX_LAG_S` after its
-  response completed; past that it runs at the worker's full (sliced) pace. So a burst
-  of calls shorter than that is analysed after it, and sustained load makes the
-  telemetry lag by about `MAX_LAG_S`;
+  milliseconds. An exchange's analysis waits so for `MAX_LAG_S` in all, counted from its
+  response (so time spent queued counts too); then it runs at the worker's own (sliced)
+  pace. So a burst of calls shorter than that is analysed after it, and sustained load
+  makes the telemetry lag by about `MAX_LAG_S` plus the analysis' own time;
 - when it falls further behind than that (an exchange waited `MAX_BACKLOG_S`, or the
   queue holds half its characters), exact counting cannot keep up: such exchanges go to
   `on_backlog`, which estimates them (a fraction of the cost) and records that.
@@ -64,25 +64,30 @@ _slices = threading.local()
 def yield_gil() -> None:
     """Pause if this thread ran longer than `SLICE_S` since its last pause, so that a
     thread waiting for the GIL (an event loop) runs now rather than after the switch
-    interval; while MCP operations are in flight, the pause lasts until they are over, up
-    to this thread's deferral deadline (see `deferring_until`)."""
-    now = time.perf_counter()
-    if now - getattr(_slices, "since", 0.0) >= SLICE_S:
-        if not _wait_for_quiet(now):
+    interval; while MCP operations are in flight, the pause lasts until they are over,
+    within this thread's deferral budget (see `deferring_for`)."""
+    if time.perf_counter() - getattr(_slices, "since", 0.0) >= SLICE_S:
+        if not _wait_for_quiet():
             time.sleep(YIELD_S)
         _slices.since = time.perf_counter()
 
 
-def deferring_until(deadline: float) -> None:
-    """Let this thread's pauses wait for operations in flight until `deadline`
-    (`time.perf_counter()`); 0 stops them waiting."""
-    _slices.defer_until = deadline
+def deferring_for(seconds: float) -> None:
+    """Let this thread's pauses wait for operations in flight for `seconds` in all (each
+    wait uses up part of it); 0 stops them waiting."""
+    _slices.defer_budget = seconds
 
 
-def _wait_for_quiet(now: float) -> bool:
-    """Wait while operations are in flight, up to the deferral deadline; whether it waited."""
-    remaining = getattr(_slices, "defer_until", 0.0) - now
-    return remaining > 0 and IN_FLIGHT.wait_until_quiet(remaining)
+def _wait_for_quiet() -> bool:
+    """Wait while operations are in flight, within the deferral budget; whether it waited."""
+    budget: float = getattr(_slices, "defer_budget", 0.0)
+    if budget <= 0:
+        return False
+    started = time.perf_counter()
+    waited = IN_FLIGHT.wait_until_quiet(budget)
+    if waited:
+        _slices.defer_budget = budget - (time.perf_counter() - started)
+    return waited
 
 
 def _pause_hook(frame: object, event: str, arg: object) -> None:
@@ -234,11 +239,11 @@ class AnalysisWorker:
                 self._busy = True
                 lag_s = self._lag_s(exchange)
                 behind = self._is_behind(lag_s)
-            # An exchange waits for calls in flight until MAX_LAG_S after its response.
-            deferral_deadline = 0.0 if behind else time.perf_counter() + MAX_LAG_S - lag_s
-            deferring_until(deferral_deadline)
+            # An exchange waits for calls in flight so long that it started MAX_LAG_S after
+            # its response, at most: the waits it already made in the queue count.
+            deferring_for(0.0 if behind else MAX_LAG_S - lag_s)
             try:
-                _wait_for_quiet(time.perf_counter())
+                _wait_for_quiet()
                 (self._on_backlog if behind else self._process)(exchange)
             except Exception:
                 _logger.debug("mcp-tokens analysis failed", exc_info=True)
@@ -250,7 +255,7 @@ class AnalysisWorker:
             if weight >= RELEASE_QUIETLY_CHARS:
                 # If this thread holds the last reference, dropping it frees the payload's
                 # objects with the GIL held (tens of ms for a million of them): not mid-call.
-                _wait_for_quiet(time.perf_counter())
+                _wait_for_quiet()
             del exchange  # now, not when the next exchange arrives
-            deferring_until(0.0)
+            deferring_for(0.0)
             yield_gil()
