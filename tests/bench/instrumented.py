@@ -36,6 +36,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import dataclasses
 import gc
 import json
 import math
@@ -316,6 +317,13 @@ def main(argv: list[str] | None = None) -> int:
         action="store_true",
         help="A/A run: both variants uninstrumented, to see this machine's noise floor",
     )
+    parser.add_argument(
+        "--block-calls",
+        type=int,
+        default=None,
+        help="timed calls per block, every size (with --think-ms 0: how long a burst of calls lasts)",
+    )
+    parser.add_argument("--rounds", type=int, default=None, help="blocks per variant, every size")
     parser.add_argument("--time-cap", type=float, default=None, help="seconds (default 1200, quick 300)")
     args = parser.parse_args(argv)
     labels = [label.strip() for label in args.sizes.split(",")]
@@ -326,7 +334,14 @@ def main(argv: list[str] | None = None) -> int:
     for name in transports:
         if name not in TRANSPORTS:
             parser.error(f"unknown transport {name!r}; expected some of {list(TRANSPORTS)}")
-    plans = QUICK if args.quick else FULL
+    plans = {
+        size: dataclasses.replace(
+            plan,
+            calls=plan.calls if args.block_calls is None else max(1, args.block_calls),
+            rounds=plan.rounds if args.rounds is None else max(1, args.rounds),
+        )
+        for size, plan in (QUICK if args.quick else FULL).items()
+    }
     time_cap = args.time_cap if args.time_cap is not None else (300.0 if args.quick else 1200.0)
     cells = [
         Cell(label, size, transport, plans[size], think_ms(args.think_ms, size) / 1000)
