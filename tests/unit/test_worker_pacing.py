@@ -241,6 +241,25 @@ def test_an_operation_in_flight_delays_an_analysis_until_max_lag_at_most(
         worker.stop()
 
 
+def test_with_its_queue_half_full_the_worker_does_not_wait_for_calls_in_flight() -> None:
+    """Waiting then would fill the queue, and exchanges past its bound are dropped."""
+    processed: list[float] = []
+    worker = AnalysisWorker(lambda e: processed.append(time.perf_counter()), lambda e: None, max_pending=4)
+    call = Exchange(Side.SERVER, "tools/call")  # in flight throughout
+    try:
+        for _ in range(3):
+            worker.submit(_finished())
+        started = time.perf_counter()
+        worker.start()  # takes the first with two behind it: half of max_pending
+        deadline = time.monotonic() + 5
+        while not processed and time.monotonic() < deadline:
+            time.sleep(0.005)
+        assert processed and processed[0] - started < 0.5
+    finally:
+        call.finish({"content": []})
+        worker.stop()
+
+
 def test_an_analysis_starts_once_the_calls_in_flight_are_over() -> None:
     started: list[float] = []
     worker = AnalysisWorker(lambda e: started.append(time.perf_counter()), lambda e: None)

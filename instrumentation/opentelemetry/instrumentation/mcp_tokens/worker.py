@@ -22,6 +22,7 @@ The worker shares the interpreter with the application, so it stays out of its w
   response (so time spent queued counts too); then it runs at the worker's own (sliced)
   pace. So a burst of calls shorter than that is analysed after it, and sustained load
   makes the telemetry lag by about `MAX_LAG_S` plus the analysis' own time;
+- with its queue half full (by count) it stops waiting, so that waiting does not fill it;
 - when it falls further behind than that (an exchange waited `MAX_BACKLOG_S`, or the
   queue holds half its characters), exact counting cannot keep up: such exchanges go to
   `on_backlog`, which estimates them (a fraction of the cost) and records that.
@@ -239,9 +240,11 @@ class AnalysisWorker:
                 self._busy = True
                 lag_s = self._lag_s(exchange)
                 behind = self._is_behind(lag_s)
+                may_wait = not behind and 2 * len(self._queue) < self._max_pending
             # An exchange waits for calls in flight so long that it started MAX_LAG_S after
-            # its response, at most: the waits it already made in the queue count.
-            deferring_for(0.0 if behind else MAX_LAG_S - lag_s)
+            # its response, at most: the waits it already made in the queue count. With the
+            # queue half full it does not wait at all: waiting would fill it, and drop.
+            deferring_for(MAX_LAG_S - lag_s if may_wait else 0.0)
             try:
                 _wait_for_quiet()
                 (self._on_backlog if behind else self._process)(exchange)
