@@ -183,12 +183,6 @@ def test_the_worker_is_behind_when_an_exchange_waited_too_long_or_the_queue_hold
     assert not worker._is_behind(0.0)
     worker._pending_chars = 500
     assert worker._is_behind(0.0)
-    worker._pending_chars = 0
-    small = AnalysisWorker(lambda e: None, lambda e: None, max_pending=4)
-    small._queue.extend((_finished(), 0) for _ in range(2))
-    assert not small._is_behind(0.0)
-    small._queue.append((_finished(), 0))
-    assert small._is_behind(0.0)
 
 
 def _finished(ago_s: float = 0.0) -> Exchange:

@@ -24,8 +24,7 @@ The worker shares the interpreter with the application, so it stays out of its w
   makes the telemetry lag by about `MAX_LAG_S` plus the analysis' own time;
 - with its queue half full (by count) it stops waiting, so that waiting does not fill it;
 - when it falls further behind than that (an exchange waited `MAX_BACKLOG_S`, or the
-  queue holds half its characters or three quarters of its exchanges), exact counting
-  cannot keep up: such exchanges go to
+  queue holds half its characters), exact counting cannot keep up: such exchanges go to
   `on_backlog`, which estimates them (a fraction of the cost) and records that.
 """
 
@@ -225,14 +224,9 @@ class AnalysisWorker:
         return max(0.0, (time.time_ns() - exchange.end_ns) / 1e9) if exchange.end_ns else 0.0
 
     def _is_behind(self, lag_s: float) -> bool:
-        """Whether exact counting cannot keep up: an exchange waited `MAX_BACKLOG_S`, the
-        queue holds half the characters it may, or three quarters of the exchanges (past
-        its bounds, exchanges are dropped; estimating first drops fewer)."""
-        return (
-            lag_s >= MAX_BACKLOG_S
-            or 2 * self._pending_chars >= self._max_pending_chars
-            or 4 * len(self._queue) >= 3 * self._max_pending
-        )
+        """Whether exact counting cannot keep up: an exchange waited `MAX_BACKLOG_S`, or the
+        queue holds half the characters it may (the queue's count bound is the overflow's)."""
+        return lag_s >= MAX_BACKLOG_S or 2 * self._pending_chars >= self._max_pending_chars
 
     def _run(self) -> None:
         lower_thread_priority()
