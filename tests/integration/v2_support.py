@@ -42,6 +42,7 @@ from opentelemetry.trace import SpanKind, StatusCode
 
 from tests.integration.apps import harness, payloads
 from tests.integration.apps._serve import HOST
+from tests.metric_points import points_of
 
 ENCODING = load_bundled_encoding("o200k_base")
 OUR_SCOPE = "opentelemetry.instrumentation.mcp_tokens"
@@ -116,14 +117,7 @@ class Telemetry:
     def points(self, name: str) -> list[tuple[dict[str, Any], Any]]:
         """(attributes, data point) of every point of metric `name` (cumulative)."""
         self.drain()
-        data = self.reader.get_metrics_data()
-        found: list[tuple[dict[str, Any], Any]] = []
-        for resource in data.resource_metrics if data is not None else ():
-            for scope in resource.scope_metrics:
-                for metric in scope.metrics:
-                    if metric.name == name:
-                        found.extend((dict(p.attributes or {}), p) for p in metric.data.data_points)
-        return found
+        return points_of(self.reader, name)
 
 
 @contextlib.contextmanager

@@ -19,6 +19,8 @@ from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
+from tests.metric_points import points_of
+
 TEXT = "The quarterly report lists revenue by region and product line. " * 40
 
 
@@ -40,14 +42,7 @@ class Harness:
         self.pipeline.submit(exchange)
 
     def points(self, name: str) -> list[tuple[dict[str, Any], Any]]:
-        data = self.reader.get_metrics_data()
-        found = []
-        for resource in data.resource_metrics if data is not None else ():
-            for scope in resource.scope_metrics:
-                for metric in scope.metrics:
-                    if metric.name == name:
-                        found.extend((dict(p.attributes or {}), p) for p in metric.data.data_points)
-        return found
+        return points_of(self.reader, name)
 
 
 @pytest.fixture
