@@ -77,3 +77,20 @@ def test_cost_does_not_grow_with_size() -> None:
 @example("[" + "\udfff" * 100 + "]")
 def test_never_raises(text: str) -> None:
     assert isinstance(classify(text), ContentType)
+
+
+MIXED_CHARACTERS = list('azAZ09 \t\n\x0b\x0c\r\x1c\x1f+/=_-{};"é漢\u2003')
+
+
+@settings(max_examples=500, deadline=None)
+@given(st.text(alphabet=st.sampled_from(MIXED_CHARACTERS), max_size=200))
+def test_the_ascii_fast_paths_agree_with_the_regular_expressions(text: str) -> None:
+    from opentelemetry.instrumentation.mcp_tokens.engine import content
+
+    assert content._letters_or_spaces(text) == len(content._LETTER_OR_SPACE.findall(text))
+    compact = "".join(text.split())
+    if len(compact) >= 64:
+        covered = sum(len(m) for m in content._BASE64_RUN.findall(compact))
+        if covered >= 0.95 * len(compact):  # the pre-check must never reject what qualifies
+            in_alphabet = sum(1 for ch in compact if ch.isascii() and ch.encode() in content._ASCII_BASE64)
+            assert in_alphabet >= 0.95 * len(compact)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import re
 from enum import Enum
+from itertools import islice
 
 SAMPLE_CHARS = 4096
 
@@ -31,6 +32,11 @@ _CODE_HINTS = re.compile(
     re.MULTILINE,
 )
 _LETTER_OR_SPACE = re.compile(r"[A-Za-z\s]")
+# The ASCII characters of those two classes, as bytes to delete: counting them in an ASCII
+# sample is then one C pass, not a list of one-character matches (classification runs for
+# every text block, so this is per-call cost of the worker).
+_ASCII_LETTER_OR_SPACE = bytes(b for b in range(128) if _LETTER_OR_SPACE.match(chr(b)))
+_ASCII_BASE64 = bytes(b for b in range(128) if re.fullmatch(r"[A-Za-z0-9+/=_-]", chr(b)))
 
 
 def classify(text: str) -> ContentType:
@@ -48,17 +54,28 @@ def classify(text: str) -> ContentType:
         return ContentType.JSON
     if _looks_like_base64(sample):
         return ContentType.BASE64
-    if len(_CODE_HINTS.findall(sample)) >= 3:
+    if len(list(islice(_CODE_HINTS.finditer(sample), 3))) >= 3:
         return ContentType.CODE
-    if len(_LETTER_OR_SPACE.findall(sample)) >= 0.8 * len(sample):
+    if _letters_or_spaces(sample) >= 0.8 * len(sample):
         return ContentType.PROSE
     return ContentType.OTHER
+
+
+def _letters_or_spaces(sample: str) -> int:
+    if sample.isascii():
+        return len(sample) - len(sample.encode("ascii").translate(None, _ASCII_LETTER_OR_SPACE))
+    return len(_LETTER_OR_SPACE.findall(sample))
 
 
 def _looks_like_base64(sample: str) -> bool:
     compact = "".join(sample.split())
     if len(compact) < 64:
         return False
+    # Runs can cover no more than the alphabet's characters: most texts fail this at once.
+    if compact.isascii():
+        outside = len(compact.encode("ascii").translate(None, _ASCII_BASE64))
+        if len(compact) - outside < 0.95 * len(compact):
+            return False
     covered = sum(len(m) for m in _BASE64_RUN.findall(compact))
     if covered < 0.95 * len(compact):
         return False
