@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
 import threading
 import time
+from collections.abc import Iterator
+from typing import Any
 
 import pytest
 from opentelemetry.instrumentation.mcp_tokens.exchange import Exchange, Side
@@ -221,32 +224,36 @@ def test_without_on_backlog_the_worker_processes_what_it_is_behind_on() -> None:
         worker.stop()
 
 
+@contextlib.contextmanager
+def _worker_beside_a_call(**options: Any) -> Iterator[tuple[AnalysisWorker, list[float], Exchange]]:
+    """A worker that notes when it processes each exchange, and a call in flight until the
+    block finishes it (or until the way out)."""
+    processed: list[float] = []
+    worker = AnalysisWorker(lambda e: processed.append(time.perf_counter()), lambda e: None, **options)
+    call = Exchange(Side.SERVER, "tools/call")
+    try:
+        yield worker, processed, call
+    finally:
+        call.finish({"content": []})
+        worker.stop()
+
+
 def test_an_operation_in_flight_delays_an_analysis_until_max_lag_at_most(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     """A long call in flight (a slow tool, say) holds the analysis back by MAX_LAG_S, no more."""
     monkeypatch.setattr(worker_module, "MAX_LAG_S", 0.3)
-    started: list[float] = []
-    worker = AnalysisWorker(lambda e: started.append(time.perf_counter()), lambda e: None)
-    worker.start()
-    slow_call = Exchange(Side.SERVER, "tools/call")
-    try:
-        done = _finished()
+    with _worker_beside_a_call() as (worker, processed, _):
+        worker.start()
         submitted = time.perf_counter()
-        worker.submit(done)
+        worker.submit(_finished())
         assert worker.drain(5)
-        assert 0.25 <= started[0] - submitted < 2.0
-    finally:
-        slow_call.finish({"content": []})
-        worker.stop()
+        assert 0.25 <= processed[0] - submitted < 2.0
 
 
 def test_with_its_queue_half_full_the_worker_does_not_wait_for_calls_in_flight() -> None:
     """Waiting then would fill the queue, and exchanges past its bound are dropped."""
-    processed: list[float] = []
-    worker = AnalysisWorker(lambda e: processed.append(time.perf_counter()), lambda e: None, max_pending=4)
-    call = Exchange(Side.SERVER, "tools/call")  # in flight throughout
-    try:
+    with _worker_beside_a_call(max_pending=4) as (worker, processed, _):
         for _ in range(3):
             worker.submit(_finished())
         started = time.perf_counter()
@@ -255,27 +262,18 @@ def test_with_its_queue_half_full_the_worker_does_not_wait_for_calls_in_flight()
         while not processed and time.monotonic() < deadline:
             time.sleep(0.005)
         assert processed and processed[0] - started < 0.5
-    finally:
-        call.finish({"content": []})
-        worker.stop()
 
 
 def test_an_analysis_starts_once_the_calls_in_flight_are_over() -> None:
-    started: list[float] = []
-    worker = AnalysisWorker(lambda e: started.append(time.perf_counter()), lambda e: None)
-    worker.start()
-    call = Exchange(Side.SERVER, "tools/call")
-    try:
+    with _worker_beside_a_call() as (worker, processed, call):
+        worker.start()
         worker.submit(_finished())
         time.sleep(0.1)
-        assert not started, "no analysis while a call is in flight"
+        assert not processed, "no analysis while a call is in flight"
         ended = time.perf_counter()
         call.finish({"content": []})
         assert worker.drain(5)
-        assert 0 <= started[0] - ended < 0.5
-    finally:
-        call.finish({"content": []})
-        worker.stop()
+        assert 0 <= processed[0] - ended < 0.5
 
 
 def test_the_worker_lets_go_of_an_exchange_once_processed() -> None:

@@ -100,7 +100,11 @@ class Pipeline:
         """The analyzer for exchanges the worker is too far behind on to count exactly: the
         content-aware estimate costs a small fraction of tokenizing (see engine/estimate.py)."""
         if self._estimator is None:
-            counter = TokenCounter(EstimateTokenizer(), max_bytes=self.settings.max_bytes, threads=1)
+            # No cache: an estimate costs about what a lookup does, and a second cache would
+            # keep another 8 Mi characters of texts alive.
+            counter = TokenCounter(
+                EstimateTokenizer(), max_bytes=self.settings.max_bytes, threads=1, cache_entries=0
+            )
             self._estimator = Analyzer(counter, self._analyzer_options())
         return self._estimator
 
