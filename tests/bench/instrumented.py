@@ -16,6 +16,9 @@ Method
   long enough for each process's worker to count the payload exactly (`PACED_THINK_MS`,
   per size); `--think-ms` sets one pause for every size, 0 for calls back to back, where
   a call starts while the worker still has the previous payloads to count.
+- Every call returns a different text (a serial number replaces its first characters,
+  which leaves its token count unchanged), as real tools do: the analysis' count cache
+  cannot answer for a text it has seen.
 - Each block opens a new connection (stdio: a new server process) and makes warm-up
   calls that are not timed; the instrumented variant waits for the tokenizer to load
   first (start-up is not what is measured).
@@ -60,12 +63,15 @@ from .instrumented_server import (
     TELEMETRY_TOOL,
     BenchTelemetry,
     build_server,
+    distinct_text,
     payload_path,
 )
 
 SIZES = {"1 KB": 1_000, "50 KB": 50_000, "1 MB": 1_000_000, "20 MB": 20_000_000}
 VARIANTS = ("uninstrumented", "instrumented")
 BOUND_MS = 1.0
+# Serial numbers whose texts must all have the payload's one token count.
+SERIAL_PROBES = (0, 7, 42_424, 123_456_789_012, 999_999_999_999)
 
 
 @dataclass(frozen=True)
@@ -225,13 +231,17 @@ class Bench:
 
 
 def prepare_payloads(payload_dir: Path, sizes: list[int]) -> dict[int, int]:
-    """Write each payload text; return tiktoken's own count of each (encode_ordinary)."""
+    """Write each payload text; return tiktoken's own count (encode_ordinary) of the texts
+    the tool returns, after checking that it is the same whatever their serial number."""
     encoding = load_bundled_encoding("o200k_base")
     expected = {}
     for size in sizes:
         text = json_payload(size)[:size]
         payload_path(payload_dir, size).write_text(text, encoding="utf-8")
-        expected[size] = len(encoding.encode_ordinary(text))
+        counts = {len(encoding.encode_ordinary(distinct_text(text, serial))) for serial in SERIAL_PROBES}
+        if len(counts) != 1:
+            raise RuntimeError(f"the {size}-character text's count depends on its serial: {counts}")
+        expected[size] = counts.pop()
     return expected
 
 

@@ -2,9 +2,10 @@
 
 - `build_server(payload_dir)`: the SDK's own high-level server (FastMCP on mcp 1.x,
   MCPServer on mcp 2.x) with two tools: `payload(size)` returns the JSON text stored in
-  `payload_dir` for that size as one text block; `bench_telemetry()` drains this process's
-  analysis worker and returns what its telemetry recorded (JSON), so the benchmark can
-  check the counts of a server subprocess.
+  `payload_dir` for that size as one text block, with a serial number up front so every
+  call's text differs and has the same token count (`distinct_text`);
+  `bench_telemetry()` drains this process's analysis worker and returns what its
+  telemetry recorded (JSON), so the benchmark can check the counts of a server subprocess.
 - `BenchTelemetry`: an SDK TracerProvider (in-memory span exporter, set globally once, as
   the mcp 2.x SDK and fastmcp trace through the global provider) and, per instrumented
   block, a fresh MeterProvider with an in-memory reader and `McpTokensInstrumentor`.
@@ -15,6 +16,7 @@
 
 from __future__ import annotations
 
+import itertools
 import json
 import logging
 import os
@@ -38,10 +40,20 @@ TELEMETRY_TOOL = "bench_telemetry"
 SERVER_NAME = "mcp-tokens-bench"
 DRAIN_TIMEOUT_S = 300.0
 TOKENIZER_TIMEOUT_S = 60.0
+SERIAL_DIGITS = 12
 
 
 def payload_path(payload_dir: Path, size: int) -> Path:
     return payload_dir / f"payload-{size}.json"
+
+
+def distinct_text(text: str, serial: int) -> str:
+    """`text` with its first `SERIAL_DIGITS` characters replaced by a zero-padded serial
+    number, so that no two calls return the same text (an analysis cache must not answer)
+    and every call's text has the same token count: o200k_base splits a run of digits into
+    pieces of three from its start, each piece one token, and the text after the digits
+    is split as before."""
+    return f"{serial % 10**SERIAL_DIGITS:0{SERIAL_DIGITS}d}{text[SERIAL_DIGITS:]}"
 
 
 class BenchTelemetry:
@@ -160,6 +172,7 @@ def build_server(payload_dir: Path, telemetry: BenchTelemetry | None) -> Any:
         from mcp.types import CallToolResult, TextContent  # type: ignore[no-redef]
 
     texts: dict[int, str] = {}
+    serials = itertools.count()
 
     def text_result(text: str) -> Any:
         return CallToolResult(content=[TextContent(type="text", text=text)])
@@ -168,7 +181,7 @@ def build_server(payload_dir: Path, telemetry: BenchTelemetry | None) -> Any:
         if size not in texts:
             texts.clear()  # one size at a time: a 20 MB text is enough memory to hold
             texts[size] = payload_path(payload_dir, size).read_text(encoding="utf-8")
-        return text_result(texts[size])
+        return text_result(distinct_text(texts[size], next(serials)))
 
     def bench_telemetry() -> Any:
         summary = telemetry.summary() if telemetry is not None else {"instrumented": False}

@@ -105,6 +105,14 @@ def _tool_list(count: int) -> dict[str, object]:
     return {"tools": tools}
 
 
+def _tiny_blocks(count: int) -> dict[str, object]:
+    return {"content": [{"type": "text", "text": str(index % 10)} for index in range(count)]}
+
+
+def _bare_tools(count: int) -> dict[str, object]:
+    return {"tools": [{"name": f"t{index}", "inputSchema": {"type": "object"}} for index in range(count)]}
+
+
 def _image(size: int) -> dict[str, object]:
     # A PNG header with plausible dimensions, then filler: the analysis reads the header only.
     header = bytes.fromhex("89504e470d0a1a0a0000000d49484452000004000000030008060000005c72a866")
@@ -132,6 +140,9 @@ def cases(full: bool) -> list[Case]:
         Case("'a' x 1M", "tools/call", lambda: _text_result("a" * 1_000_000)),
         Case("one 1 MB line of digits", "tools/call", lambda: _text_result("7" * 1_000_000)),
         Case("tools/list, 2000 tools", "tools/list", lambda: _tool_list(2000)),
+        # Hostile shapes: Python work per node, not per character.
+        Case("20,000 one-character blocks", "tools/call", lambda: _tiny_blocks(20_000)),
+        Case("tools/list, 20,000 bare tools", "tools/list", lambda: _bare_tools(20_000)),
         Case("image 5 MB", "tools/call", lambda: _image(5_000_000)),
     ]
     return found
@@ -176,17 +187,17 @@ class Ticks:
 
 async def _tick_until(done: Callable[[], bool], minimum_s: float) -> Ticks:
     """Sleep TICK_S at a time until `done()` (and at least `minimum_s`); each wake-up's lateness."""
-    lateness: list[float] = []
-    without_gc: list[float] = []
+    wakeups: list[tuple[float, float]] = []
     started = time.perf_counter()
     with GcLog() as log:
         while not done() or time.perf_counter() - started < minimum_s:
             before = time.perf_counter()
             await asyncio.sleep(TICK_S)
-            after = time.perf_counter()
-            lateness.append(after - before - TICK_S)
-            if not log.overlaps(before, after):
-                without_gc.append(after - before - TICK_S)
+            wakeups.append((before, time.perf_counter()))
+    # Matched afterwards: a collection that made a wake-up late may not be logged yet when
+    # the loop resumes (its "stop" callback is Python, which can hand the GIL over first).
+    lateness = [after - before - TICK_S for before, after in wakeups]
+    without_gc = [after - before - TICK_S for before, after in wakeups if not log.overlaps(before, after)]
     return Ticks(lateness, without_gc or [0.0], len(log.spans))
 
 

@@ -9,10 +9,11 @@ The worker shares the interpreter with the application, so it stays out of its w
 - it runs at a lower OS scheduling priority (Linux nice +19 for this thread and the
   counting threads it starts), so the application's threads get the CPU first and the
   analysis uses what is left;
-- between exchanges (and the pipeline between the steps of one, `yield_gil`) it
-  sleeps briefly: CPython hands the GIL to a thread that waits for it only after the
-  holder blocks or after the switch interval (5 ms), so without these pauses an event
-  loop that wakes up while the worker runs Python could wait milliseconds;
+- between exchanges (and the pipeline between the steps of one, `yield_gil`, and within
+  the steps of a heavy one, `sliced`) it sleeps briefly: CPython hands the GIL to a
+  thread that waits for it only after the holder blocks or after the switch interval
+  (5 ms), so without these pauses an event loop that wakes up while the worker runs
+  Python could wait milliseconds;
 - it waits while an MCP operation of this process is in flight, and until the response
   path of the last one is likely over (`exchange.IN_FLIGHT`): before it starts an
   exchange and at every pause, so a call running next to the analysis does not lose the

@@ -24,6 +24,7 @@ from collections import deque
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from enum import Enum
+from typing import NamedTuple
 
 from .compact import compact_json
 
@@ -208,35 +209,54 @@ def _optional_str(value: object) -> str | None:
     return value if isinstance(value, str) else None
 
 
-# `payload_chars` visits at most this many nodes, and this many elements of any one list or
+# `payload_weight` visits at most this many nodes, and this many elements of any one list or
 # dict (evenly spread), scaling what it finds by the elements it skipped.
 _WEIGHT_NODE_BUDGET = 128
 _WEIGHT_SAMPLE = 8
 
 
-def payload_chars(payload: object) -> int:
-    """About how many characters a payload's strings hold, from a bounded sample.
+class PayloadWeight(NamedTuple):
+    """About how many characters a payload's strings hold, and how many values (strings,
+    numbers, lists, mappings...) it holds: the analysis' Python work grows with the second."""
+
+    chars: int
+    nodes: int
+
+
+def payload_weight(payload: object) -> PayloadWeight:
+    """A payload's weight, from a bounded sample.
 
     It runs on the caller's path (the worker queue's memory bound), so it must cost the
     same few microseconds for a 1 KB result and a 20 MB listing: it visits at most
     `_WEIGHT_NODE_BUDGET` nodes, samples `_WEIGHT_SAMPLE` elements of longer lists and
-    dicts and scales them up, and reads a long string's length in O(1).
+    dicts and scales them up, and reads a long string's length in O(1). Nodes it had no
+    budget left to visit count as one value each (scaled), whatever they hold.
     """
-    total = 0.0
+    chars = 0.0
+    visited_nodes = 0.0
+    queued_nodes = 1.0  # the scales of the nodes in the queue, summed
     # Breadth first: the large strings of MCP results sit near the top (content[].text).
     queue: deque[tuple[object, float]] = deque([(payload, 1.0)])
     visited = 0
     while queue and visited < _WEIGHT_NODE_BUDGET:
         node, scale = queue.popleft()
         visited += 1
+        visited_nodes += scale
+        queued_nodes -= scale
         if type(node) is str:
-            total += scale * len(node)
+            chars += scale * len(node)
             continue
         count, children = _sample(node)
         if children:
             share = scale * count / len(children)
             queue.extend([(child, share) for child in children])
-    return int(total)
+            queued_nodes += scale * count
+    return PayloadWeight(int(chars), round(visited_nodes + max(0.0, queued_nodes)))
+
+
+def payload_chars(payload: object) -> int:
+    """About how many characters a payload's strings hold (see `payload_weight`)."""
+    return payload_weight(payload).chars
 
 
 def _sample(node: object) -> tuple[int, Sequence[object]]:
