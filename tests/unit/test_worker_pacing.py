@@ -301,3 +301,78 @@ def test_the_worker_lets_go_of_an_exchange_once_processed() -> None:
         assert gone() is None
     finally:
         worker.stop()
+
+
+# --- under sustained load: a fifth of the pace ------------------------------------------------
+
+
+def _burn_cpu(seconds: float) -> None:
+    end = time.thread_time() + seconds
+    while time.thread_time() < end:
+        pass
+
+
+def test_in_flight_is_busy_until_the_operation_and_its_settling_are_over(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    flight = InFlight()
+    assert not flight.busy()
+    operation = object()
+    flight.add(operation)
+    assert flight.busy()
+    flight.discard(operation)
+    flight.settling(0.05)
+    assert flight.busy(), "the response path is still settling"
+    time.sleep(0.06)
+    assert not flight.busy()
+    monkeypatch.setattr(InFlight, "STALE_S", 0.01)
+    flight.add(object())  # never finished
+    time.sleep(0.05)
+    assert not flight.busy(), "a stale operation does not keep the worker slow"
+
+
+def test_with_operations_in_flight_and_no_wait_left_a_pause_is_four_times_the_cpu_used(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    flight = InFlight()
+    monkeypatch.setattr(worker_module, "IN_FLIGHT", flight)
+    worker_module.deferring_for(0.0)
+    worker_module._slices.cpu_since = time.thread_time()
+    _burn_cpu(0.001)
+    assert worker_module.busy_pause_s() == worker_module.YIELD_S, "nothing in flight: a GIL hand-over"
+    flight.add(object())
+    worker_module._slices.cpu_since = time.thread_time()
+    _burn_cpu(0.001)
+    pause = worker_module.busy_pause_s()
+    assert worker_module.BUSY_PAUSE_RATIO * 0.001 <= pause <= worker_module.MAX_BUSY_PAUSE_S
+    worker_module._slices.cpu_since = time.thread_time()
+    _burn_cpu(0.01)
+    assert worker_module.busy_pause_s() == worker_module.MAX_BUSY_PAUSE_S, "one pause is bounded"
+
+
+def test_a_worker_under_sustained_load_uses_about_a_fifth_of_the_time(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Pure-Python analysis in slices, with a call in flight the whole time and no wait
+    budget: the worker's CPU over wall time stays near 1 / (1 + BUSY_PAUSE_RATIO)."""
+    flight = InFlight()
+    monkeypatch.setattr(worker_module, "IN_FLIGHT", flight)
+    flight.add(object())
+    shares: list[float] = []
+
+    def analyse(exchange: Exchange) -> None:
+        worker_module.deferring_for(0.0)
+        wall, cpu = time.perf_counter(), time.thread_time()
+        with sliced():
+            while time.perf_counter() - wall < 0.3:
+                sum(range(200))
+        shares.append((time.thread_time() - cpu) / (time.perf_counter() - wall))
+
+    worker = AnalysisWorker(analyse, lambda e: None)
+    worker.start()
+    try:
+        worker.submit(_finished(ago_s=2 * worker_module.MAX_LAG_S))
+        assert worker.drain(10)
+    finally:
+        worker.stop()
+    assert shares and shares[0] < 2 / (1 + worker_module.BUSY_PAUSE_RATIO)

@@ -97,6 +97,13 @@ class InFlight:
         """A response just completed; its path is likely over in `seconds`."""
         self._settled_at = max(self._settled_at, time.monotonic() + seconds)
 
+    def busy(self) -> bool:
+        """Whether an operation is in flight (and not stale) or the last one's response
+        path is likely still on."""
+        if not self._quiet.is_set() and self._forget_stale():
+            return True
+        return self._settled_at > time.monotonic()
+
     def wait_until_quiet(self, timeout: float) -> bool:
         """Wait (without the GIL) until no operation is in flight and the last one's response
         path is likely over, at most `timeout` seconds. Returns whether it waited at all."""

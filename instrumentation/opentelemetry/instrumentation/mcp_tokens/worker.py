@@ -20,9 +20,10 @@ The worker shares the interpreter with the application, so it stays out of its w
   GIL at each of its pipe reads and socket writes, nor share the CPU and caches with the
   tokenizer. The pipeline counts in short chunks so that pauses come every few
   milliseconds. An exchange's analysis waits so for `MAX_LAG_S` in all, counted from its
-  response (so time spent queued counts too); then it runs at the worker's own (sliced)
-  pace. So a burst of calls shorter than that is analysed after it, and sustained load
-  makes the telemetry lag by about `MAX_LAG_S` plus the analysis' own time;
+  response (so time spent queued counts too); then, while operations are still in
+  flight, it runs at a fifth of its pace (`busy_pause_s`). So a burst of calls shorter
+  than that is analysed after it, and sustained load makes the telemetry lag by about
+  `MAX_LAG_S` plus the analysis' own time, or fills the queue until it drops;
 - with its queue half full (by count) it stops waiting, so that waiting does not fill it;
 - when it falls further behind than that (an exchange waited `MAX_BACKLOG_S`, or the
   queue holds half its characters), exact counting cannot keep up: such exchanges go to
@@ -52,6 +53,10 @@ NICE_INCREMENT = 19
 YIELD_S = 0.0001
 # How long the worker may run Python before it pauses: what a waiting event loop loses.
 SLICE_S = 0.0002
+# Under sustained load (operations in flight and no more waiting for them) the worker
+# pauses this many times as long as it used the CPU, at most MAX_BUSY_PAUSE_S at a time.
+BUSY_PAUSE_RATIO = 4.0
+MAX_BUSY_PAUSE_S = 0.005
 # How long after its response completed an exchange's analysis may still wait for the
 # process's MCP operations in flight; and how far behind the analysis may fall before it
 # estimates instead of counting.
@@ -70,8 +75,21 @@ def yield_gil() -> None:
     within this thread's deferral budget (see `deferring_for`)."""
     if time.perf_counter() - getattr(_slices, "since", 0.0) >= SLICE_S:
         if not _wait_for_quiet():
-            time.sleep(YIELD_S)
+            time.sleep(busy_pause_s())
         _slices.since = time.perf_counter()
+        _slices.cpu_since = time.thread_time()
+
+
+def busy_pause_s() -> float:
+    """How long a pause lasts once waiting for quiet is over (or not allowed). With
+    operations in flight (sustained load) it is `BUSY_PAUSE_RATIO` times the CPU time this
+    thread used since its last pause, so the worker takes at most 1 / (1 + ratio) of a
+    core and of the GIL from the calls, and its queue absorbs the rest (overflowing into
+    counted drops). Otherwise just long enough to hand the GIL over."""
+    if not IN_FLIGHT.busy():
+        return YIELD_S
+    used = time.thread_time() - getattr(_slices, "cpu_since", 0.0)
+    return max(YIELD_S, min(MAX_BUSY_PAUSE_S, BUSY_PAUSE_RATIO * used))
 
 
 def deferring_for(seconds: float) -> None:
