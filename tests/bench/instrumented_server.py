@@ -103,7 +103,7 @@ class BenchTelemetry:
 
         `payload[side]` holds the sum and count of `mcp_tokens.payload` (tools/call
         responses of `tool`) counted exactly, `estimated[side]` how many were estimated;
-        `skipped[side][reason]` the `mcp_tokens.analysis.skipped` counts;
+        `skipped[side][reason]` the `mcp_tokens.analysis.skipped` counts of tools/call;
         `span_tokens[side]` the `mcp_tokens.response` values found on spans, with how often.
         """
         pipeline = self.instrumentor.pipeline
@@ -123,6 +123,11 @@ class BenchTelemetry:
                         attributes = dict(point.attributes or {})
                         side = str(attributes.get(semconv.SIDE))
                         if metric.name == semconv.ANALYSIS_SKIPPED:
+                            # Skips carry no tool name: count those of tools/call (the payload
+                            # tool; this summary's own call is not analysed yet), not of the
+                            # session's initialize or tools/list.
+                            if attributes.get(semconv.MCP_METHOD_NAME) != "tools/call":
+                                continue
                             reason = str(attributes.get(semconv.SKIP_REASON))
                             skipped[side][reason] += int(getattr(point, "value", 0))
                         elif metric.name == semconv.PAYLOAD and _is_response_of(attributes, tool):

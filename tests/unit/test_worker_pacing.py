@@ -376,3 +376,21 @@ def test_a_worker_under_sustained_load_uses_about_a_fifth_of_the_time(
     finally:
         worker.stop()
     assert shares and shares[0] < 2 / (1 + worker_module.BUSY_PAUSE_RATIO)
+
+
+def test_waiting_for_quiet_lasts_through_a_burst_of_operations() -> None:
+    """The next call of a burst starts while the previous one's response path settles: the
+    worker waits for it too, rather than resuming in the middle of it."""
+    flight = InFlight()
+    first, second = object(), object()
+    flight.add(first)
+
+    def next_call() -> None:
+        flight.discard(first)
+        flight.add(second)
+
+    threading.Timer(0.03, next_call).start()
+    threading.Timer(0.08, flight.discard, (second,)).start()
+    before = time.perf_counter()
+    assert flight.wait_until_quiet(5.0)
+    assert time.perf_counter() - before >= 0.08

@@ -106,17 +106,24 @@ class InFlight:
 
     def wait_until_quiet(self, timeout: float) -> bool:
         """Wait (without the GIL) until no operation is in flight and the last one's response
-        path is likely over, at most `timeout` seconds. Returns whether it waited at all."""
+        path is likely over, at most `timeout` seconds. An operation that starts while the
+        previous one settles (the next call of a burst) is waited for too: the wait ends in
+        a quiet moment, not between two calls. Returns whether it waited at all."""
         deadline = time.monotonic() + timeout
         waited = False
-        if not self._quiet.is_set() and self._forget_stale():
-            self._quiet.wait(timeout)
+        while True:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                return waited
+            if not self._quiet.is_set() and self._forget_stale():
+                self._quiet.wait(remaining)
+                waited = True
+                continue
+            settling = min(self._settled_at, deadline) - time.monotonic()
+            if settling <= 0:
+                return waited
+            time.sleep(settling)
             waited = True
-        remaining = min(self._settled_at, deadline) - time.monotonic()
-        if remaining > 0:
-            time.sleep(remaining)
-            waited = True
-        return waited
 
     def _forget_stale(self) -> bool:
         """Drop operations older than STALE_S; whether any operation is still in flight."""
