@@ -68,6 +68,8 @@ class InFlight:
     """
 
     STALE_S = 10.0
+    # How often a waiting worker looks whether operations are still in flight.
+    POLL_S = 0.005
     # Bounds memory if exchanges were created and lost faster than they go stale.
     MAX_TRACKED = 10_000
 
@@ -116,7 +118,9 @@ class InFlight:
             if remaining <= 0:
                 return waited
             if not self._quiet.is_set() and self._forget_stale():
-                self._quiet.wait(remaining)
+                # Polled rather than woken by each operation's end: a wake-up at the end of
+                # every call would ask for the GIL right on that call's response path.
+                time.sleep(min(remaining, self.POLL_S))
                 waited = True
                 continue
             settling = min(self._settled_at, deadline) - time.monotonic()
