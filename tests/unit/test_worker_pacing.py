@@ -394,3 +394,19 @@ def test_waiting_for_quiet_lasts_through_a_burst_of_operations() -> None:
     before = time.perf_counter()
     assert flight.wait_until_quiet(5.0)
     assert time.perf_counter() - before >= 0.08
+
+
+def test_a_stale_operation_is_forgotten_while_newer_ones_stay_in_flight(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    flight = InFlight()
+    monkeypatch.setattr(InFlight, "STALE_S", 0.05)
+    lost, running = object(), object()
+    flight.add(lost)
+    time.sleep(0.08)
+    flight.add(running)
+    assert flight.busy()
+    assert id(lost) not in flight._started and id(running) in flight._started
+    flight.discard(running)
+    time.sleep(0.01)  # past the settling of its response path
+    assert not flight.busy()

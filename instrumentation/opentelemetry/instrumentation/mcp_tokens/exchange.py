@@ -133,6 +133,11 @@ class InFlight:
         """Drop operations older than STALE_S; whether any operation is still in flight."""
         cutoff = time.monotonic() - self.STALE_S
         try:
+            # Operations are kept in the order they started: unless the oldest is stale,
+            # none is, and the worker (which asks at every pause) need not scan them all.
+            oldest = next(iter(self._started.values()), None)
+            if oldest is not None and oldest >= cutoff:
+                return True
             stale = [key for key, started in self._started.items() if started < cutoff]
         except RuntimeError:  # changed by another thread while iterating: look next time
             return True
