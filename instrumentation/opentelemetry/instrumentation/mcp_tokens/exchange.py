@@ -7,7 +7,6 @@ the analysis worker.
 
 from __future__ import annotations
 
-import threading
 import time
 from dataclasses import dataclass, field
 from enum import Enum
@@ -74,9 +73,8 @@ class InFlight:
     MAX_TRACKED = 10_000
 
     def __init__(self) -> None:
-        self._started: dict[int, float] = {}  # id(exchange) -> time.monotonic() at start
-        self._quiet = threading.Event()
-        self._quiet.set()
+        # id(exchange) -> time.monotonic() at start; empty when no operation is in flight.
+        self._started: dict[int, float] = {}
         # A finished operation's response path goes on for a while (the server writes the
         # response, the client validates it): quiet only from this time.monotonic() on.
         self._settled_at = 0.0
@@ -84,16 +82,12 @@ class InFlight:
     def add(self, exchange: object) -> None:
         if len(self._started) >= self.MAX_TRACKED:
             return
-        if not self._started:
-            self._quiet.clear()
         self._started[id(exchange)] = time.monotonic()
 
     def discard(self, exchange: object) -> None:
         if self._started.pop(id(exchange), None) is not None:
-            # Before the waiting worker wakes: submit() extends this by the payload's size.
+            # Before the worker next looks: submit() extends this by the payload's size.
             self.settling(SETTLE_S)
-            if not self._started:
-                self._quiet.set()
 
     def settling(self, seconds: float) -> None:
         """A response just completed; its path is likely over in `seconds`."""
@@ -102,7 +96,7 @@ class InFlight:
     def busy(self) -> bool:
         """Whether an operation is in flight (and not stale) or the last one's response
         path is likely still on."""
-        if not self._quiet.is_set() and self._forget_stale():
+        if self._started and self._forget_stale():
             return True
         return self._settled_at > time.monotonic()
 
@@ -117,7 +111,7 @@ class InFlight:
             remaining = deadline - time.monotonic()
             if remaining <= 0:
                 return waited
-            if not self._quiet.is_set() and self._forget_stale():
+            if self._started and self._forget_stale():
                 # Polled rather than woken by each operation's end: a wake-up at the end of
                 # every call would ask for the GIL right on that call's response path.
                 time.sleep(min(remaining, self.POLL_S))
@@ -143,10 +137,7 @@ class InFlight:
             return True
         for key in stale:
             self._started.pop(key, None)
-        if not self._started:
-            self._quiet.set()
-            return False
-        return True
+        return bool(self._started)
 
 
 IN_FLIGHT = InFlight()
