@@ -9,9 +9,12 @@ Method
 - Blocks of calls alternate between the two variants (U I, then I U, ...), round after
   round over every cell, so machine noise and drift hit both alike; a time cap ends the
   run early with fewer rounds, never with a missing cell.
-- Instrumented means `McpTokensInstrumentor` with SDK TracerProvider/MeterProvider and
-  in-memory exporters in the client process and, over stdio, in the server subprocess
-  too (in memory, one process is both sides and analyses each call twice).
+- Instrumented means `McpTokensInstrumentor` with SDK TracerProvider/MeterProvider in the
+  client process and, over stdio, in the server subprocess too (in memory, one process is
+  both sides and analyses each call twice). Metrics go to an in-memory reader; spans to
+  an exporter that tallies their token counts and drops them, as a real exporter sends
+  them away (one that kept a block's thousands of spans would make each full garbage
+  collection of the instrumented variant longer).
 - After each timed call the client pauses, as an agent's model turn would: by default
   long enough for each process's worker to count the payload exactly (`PACED_THINK_MS`,
   per size); `--think-ms` sets one pause for every size, 0 for calls back to back, where

@@ -6,9 +6,10 @@
   call's text differs and has the same token count (`distinct_text`);
   `bench_telemetry()` drains this process's analysis worker and returns what its
   telemetry recorded (JSON), so the benchmark can check the counts of a server subprocess.
-- `BenchTelemetry`: an SDK TracerProvider (in-memory span exporter, set globally once, as
-  the mcp 2.x SDK and fastmcp trace through the global provider) and, per instrumented
-  block, a fresh MeterProvider with an in-memory reader and `McpTokensInstrumentor`.
+- `BenchTelemetry`: an SDK TracerProvider (set globally once, as the mcp 2.x SDK and
+  fastmcp trace through the global provider) whose exporter keeps a tally of the token
+  counts on finished spans, never the spans, and, per instrumented block, a fresh
+  MeterProvider with an in-memory reader and `McpTokensInstrumentor`.
 - `python -m tests.bench.instrumented_server` serves over stdio; with
   `MCP_TOKENS_BENCH_INSTRUMENT=1` the process is instrumented first (and waits for the
   tokenizer to load, so the benchmark measures the steady state, not start-up).
@@ -20,8 +21,10 @@ import itertools
 import json
 import logging
 import os
+import threading
 import time
-from collections import defaultdict
+from collections import Counter, defaultdict
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -29,9 +32,8 @@ from opentelemetry import trace
 from opentelemetry.instrumentation.mcp_tokens import McpTokensInstrumentor, semconv
 from opentelemetry.sdk.metrics import MeterProvider
 from opentelemetry.sdk.metrics.export import InMemoryMetricReader
-from opentelemetry.sdk.trace import TracerProvider
-from opentelemetry.sdk.trace.export import SimpleSpanProcessor
-from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor, SpanExporter, SpanExportResult
 
 INSTRUMENT_ENV = "MCP_TOKENS_BENCH_INSTRUMENT"
 PAYLOAD_DIR_ENV = "MCP_TOKENS_BENCH_PAYLOADS"
@@ -56,6 +58,37 @@ def distinct_text(text: str, serial: int) -> str:
     return f"{serial % 10**SERIAL_DIGITS:0{SERIAL_DIGITS}d}{text[SERIAL_DIGITS:]}"
 
 
+class SpanTally(SpanExporter):
+    """Counts the `mcp_tokens.response` values of finished spans by side and span name, and
+    drops the spans. An exporter that kept them (the SDK's in-memory one) would hold every
+    span of a block in the heap, and each full garbage collection of the instrumented
+    variant would walk them all: a cost of the benchmark, not of the instrumentation (a
+    real exporter sends spans away)."""
+
+    def __init__(self) -> None:
+        # Spans end on the analysis worker and on the event loop's thread.
+        self._lock = threading.Lock()
+        self._tokens: Counter[tuple[str, str, str]] = Counter()
+
+    def export(self, spans: Sequence[ReadableSpan]) -> SpanExportResult:
+        for span in spans:
+            tokens = (span.attributes or {}).get(semconv.TOKENS_RESPONSE)
+            if tokens is not None:
+                side = "client" if span.kind is trace.SpanKind.CLIENT else "server"
+                with self._lock:
+                    self._tokens[(side, span.name, str(tokens))] += 1
+        return SpanExportResult.SUCCESS
+
+    def tally(self) -> dict[tuple[str, str, str], int]:
+        """(side, span name, tokens) -> how many finished spans carried that count."""
+        with self._lock:
+            return dict(self._tokens)
+
+    def clear(self) -> None:
+        with self._lock:
+            self._tokens.clear()
+
+
 class BenchTelemetry:
     """Real OpenTelemetry SDK providers with in-memory exporters, and the instrumentor."""
 
@@ -67,7 +100,7 @@ class BenchTelemetry:
         if not isinstance(provider, TracerProvider):
             raise RuntimeError(f"another global tracer provider is set: {provider!r}")
         self.tracer_provider = provider
-        self.exporter = InMemorySpanExporter()
+        self.exporter = SpanTally()
         provider.add_span_processor(SimpleSpanProcessor(self.exporter))
         self.instrumentor = McpTokensInstrumentor()
         self._meter_provider: MeterProvider | None = None
@@ -149,13 +182,9 @@ class BenchTelemetry:
 
     def _span_tokens(self, tool: str) -> dict[str, dict[str, int]]:
         found: dict[str, dict[str, int]] = defaultdict(lambda: defaultdict(int))
-        for span in self.exporter.get_finished_spans():
-            attributes = span.attributes or {}
-            tokens = attributes.get(semconv.TOKENS_RESPONSE)
-            if tokens is None or tool not in span.name:
-                continue
-            side = "client" if span.kind is trace.SpanKind.CLIENT else "server"
-            found[side][str(tokens)] += 1
+        for (side, name, tokens), count in self.exporter.tally().items():
+            if tool in name:
+                found[side][tokens] += count
         return {side: dict(values) for side, values in found.items()}
 
 

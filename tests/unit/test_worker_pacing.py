@@ -11,7 +11,15 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from opentelemetry.instrumentation.mcp_tokens.exchange import Exchange, Side
+from opentelemetry.instrumentation.mcp_tokens.exchange import (
+    ARRIVED_SETTLE_CHARS_PER_S,
+    MAX_SETTLE_S,
+    SETTLE_CHARS_PER_S,
+    SETTLE_S,
+    Exchange,
+    Side,
+    settle_seconds,
+)
 from opentelemetry.instrumentation.mcp_tokens.worker import (
     SLICE_S,
     AnalysisWorker,
@@ -141,6 +149,26 @@ def test_a_finished_response_path_settles_before_the_worker_resumes() -> None:
     before = time.perf_counter()
     assert flight.wait_until_quiet(5.0)
     assert 0.04 <= time.perf_counter() - before < 1.0
+
+
+def test_only_a_response_that_still_crosses_a_transport_settles_at_transport_pace() -> None:
+    megabyte = 1 << 20
+    answered = Exchange(Side.SERVER, "tools/call", response={})
+    received = Exchange(Side.CLIENT, "tools/call", response={})
+    # A server's own request (sampling) is received by it; a client's answer to one leaves.
+    sampling = "sampling/createMessage"
+    sampling_sent = Exchange(Side.SERVER, sampling, response={}, operation_side=Side.CLIENT)
+    sampling_answered = Exchange(Side.CLIENT, sampling, response={}, operation_side=Side.SERVER)
+    in_memory = Exchange(Side.SERVER, "tools/call", response={}, in_process=True)
+    assert answered.response_crosses_transport and sampling_answered.response_crosses_transport
+    assert not received.response_crosses_transport
+    assert not sampling_sent.response_crosses_transport
+    assert not in_memory.response_crosses_transport
+    leaving, arrived = settle_seconds(megabyte, True), settle_seconds(megabyte, False)
+    assert leaving == pytest.approx(SETTLE_S + megabyte / SETTLE_CHARS_PER_S)
+    assert arrived == pytest.approx(SETTLE_S + megabyte / ARRIVED_SETTLE_CHARS_PER_S)
+    assert arrived < leaving / 5
+    assert settle_seconds(1 << 30, True) == settle_seconds(1 << 30, False) == MAX_SETTLE_S
 
 
 def test_the_worker_pauses_while_an_operation_is_in_flight() -> None:

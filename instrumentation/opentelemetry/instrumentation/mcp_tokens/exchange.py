@@ -40,20 +40,28 @@ RESPONSE_KINDS: dict[str, PayloadKind] = {
 BUDGETED_METHODS = frozenset({"tools/call", "tools/list", "resources/read", "prompts/get"})
 
 
-# Handing an exchange over is not the end of its response path: the server's transport still
-# serialises and writes the response (over stdio at the pace its client reads the pipe), the
-# client's SDK still validates it into typed models. The analysis waits for that to be over
-# rather than take the GIL from it: SETTLE_S, plus a time per character, after the response
-# completed. 100 ms per MB: with mcp 2.3 over stdio a 20 MB call takes about 80 ms per MB
-# end to end, and an analysis that starts sooner overlaps its end (tests/bench/instrumented).
+# Handing an exchange over is not the end of its response path, and the analysis waits for
+# that to be over rather than take the GIL from it: SETTLE_S, plus a time per character,
+# after the response completed.
+# - A response this process answers still has its transport to cross: the server's
+#   transport serialises and writes it (over stdio at the pace its client reads the pipe).
+#   100 ms per MB: with mcp 2.3 over stdio a 20 MB call takes about 80 ms per MB end to end,
+#   and an analysis that starts sooner overlaps its end (tests/bench/instrumented).
+# - A response this process received (it sent the request), or answered to a peer in this
+#   same process (the SDK's in-memory dispatch: no serialising, no pipe), has arrived: what
+#   is left is the SDK validating it into typed models, which references the parsed values
+#   (microseconds per MB). 10 ms per MB leaves room for an output-schema check.
 SETTLE_S = 0.002
 SETTLE_CHARS_PER_S = 10e6
+ARRIVED_SETTLE_CHARS_PER_S = 100e6
 MAX_SETTLE_S = 1.0  # within the worker's deferral budget (worker.MAX_LAG_S)
 
 
-def settle_seconds(weight: int) -> float:
-    """How long a response path of `weight` characters likely goes on after it completed."""
-    return min(MAX_SETTLE_S, SETTLE_S + weight / SETTLE_CHARS_PER_S)
+def settle_seconds(weight: int, crosses_transport: bool = True) -> float:
+    """How long a response path of `weight` characters likely goes on after it completed:
+    longer while the response still has a transport to cross."""
+    rate = SETTLE_CHARS_PER_S if crosses_transport else ARRIVED_SETTLE_CHARS_PER_S
+    return min(MAX_SETTLE_S, SETTLE_S + weight / rate)
 
 
 class InFlight:
@@ -172,6 +180,9 @@ class Exchange:
     # measures a request on its sender as a client operation, so a server's own
     # sampling/createMessage request is CLIENT here (and the client's answer SERVER).
     operation_side: Side | None = None
+    # The peer runs in this process and is handed the response with no transport between
+    # them (mcp 2.x's in-memory dispatch).
+    in_process: bool = False
 
     def __post_init__(self) -> None:
         # Created before its response: an operation starts (and is in flight until finish()).
@@ -183,6 +194,12 @@ class Exchange:
         self.response = response
         self.error_type = error_type
         IN_FLIGHT.discard(self)
+
+    @property
+    def response_crosses_transport(self) -> bool:
+        """Whether the response still travels after it completed here: this process answers
+        the request (the operation's server), and its peer is in another process."""
+        return (self.operation_side or self.side) is Side.SERVER and not self.in_process
 
     @property
     def duration_s(self) -> float:

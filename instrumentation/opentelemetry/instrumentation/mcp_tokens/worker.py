@@ -181,7 +181,7 @@ class AnalysisWorker:
         try:
             IN_FLIGHT.discard(exchange)  # over, even if a path never called finish()
             weight = payload_chars(exchange.request) + payload_chars(exchange.response)
-            IN_FLIGHT.settling(settle_seconds(weight))
+            IN_FLIGHT.settling(settle_seconds(weight, exchange.response_crosses_transport))
             with self._condition:
                 accepted = (
                     not self._stopping

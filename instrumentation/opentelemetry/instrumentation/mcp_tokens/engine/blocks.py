@@ -20,7 +20,6 @@ from __future__ import annotations
 import base64
 import binascii
 import itertools
-from collections import deque
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from enum import Enum
@@ -232,26 +231,24 @@ def payload_weight(payload: object) -> PayloadWeight:
     dicts and scales them up, and reads a long string's length in O(1). Nodes it had no
     budget left to visit count as one value each (scaled), whatever they hold.
     """
+    # Breadth first (the large strings of MCP results sit near the top: content[].text), in
+    # two parallel lists read by index: no deque, no tuple per node (this runs on every call).
+    queue: list[object] = [payload]
+    scales: list[float] = [1.0]  # how many values of the payload each queued node stands for
     chars = 0.0
-    visited_nodes = 0.0
-    queued_nodes = 1.0  # the scales of the nodes in the queue, summed
-    # Breadth first: the large strings of MCP results sit near the top (content[].text).
-    queue: deque[tuple[object, float]] = deque([(payload, 1.0)])
     visited = 0
-    while queue and visited < _WEIGHT_NODE_BUDGET:
-        node, scale = queue.popleft()
+    while visited < len(queue) and visited < _WEIGHT_NODE_BUDGET:
+        node, scale = queue[visited], scales[visited]
         visited += 1
-        visited_nodes += scale
-        queued_nodes -= scale
         if type(node) is str:
             chars += scale * len(node)
             continue
         count, children = _sample(node)
         if children:
-            share = scale * count / len(children)
-            queue.extend([(child, share) for child in children])
-            queued_nodes += scale * count
-    return PayloadWeight(int(chars), round(visited_nodes + max(0.0, queued_nodes)))
+            queue.extend(children)
+            scales.extend([scale * count / len(children)] * len(children))
+    # Visited nodes count as their scale, and so do the ones left in the queue.
+    return PayloadWeight(int(chars), round(sum(scales)))
 
 
 def payload_chars(payload: object) -> int:
@@ -265,6 +262,7 @@ def _sample(node: object) -> tuple[int, Sequence[object]]:
     if type(node) is list or type(node) is tuple:
         count = len(node)
         return count, node if count <= _WEIGHT_SAMPLE else node[:: count // _WEIGHT_SAMPLE][:_WEIGHT_SAMPLE]
-    if isinstance(node, Mapping):
+    # A dict is by far the most common mapping: spare it the abstract-class check.
+    if type(node) is dict or isinstance(node, Mapping):
         return len(node), list(itertools.islice(node.values(), _WEIGHT_SAMPLE))
     return 0, ()

@@ -50,7 +50,7 @@ from .v2_common import (
 from .v2_server import LoopSession
 from .v2_server_call import current_server_call
 from .v2_spans import Handoff, end_quietly
-from .v2_transport import CLIENT_TRANSPORT, NO_TRANSPORT
+from .v2_transport import CLIENT_TRANSPORT, DIRECT_DISPATCH, NO_TRANSPORT
 from .wrapping import PatchSet
 
 _logger = logging.getLogger(__name__)
@@ -171,6 +171,7 @@ class ClientHooks:
             return await wrapped(*args, **kwargs)
         span = safely(self._reporter.open_span, call, SpanKind.CLIENT, None)
         args, kwargs = safely(_inject, call, span, args, kwargs) or (args, kwargs)
+        direct = DIRECT_DISPATCH.set(True)
         try:
             with current(span):
                 result = await wrapped(*args, **kwargs)
@@ -181,6 +182,7 @@ class ClientHooks:
             safely(self._reporter.succeeded, call, result)
             return result
         finally:
+            reset_quietly(DIRECT_DISPATCH, direct)
             safely(self._reporter.close, call)
             call.handoff.abandon()
 

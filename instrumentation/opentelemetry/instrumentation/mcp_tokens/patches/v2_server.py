@@ -43,7 +43,13 @@ from .propagation import budget_scope_of
 from .v2_common import import_optional, meta_of, reset_quietly, safely, target_of
 from .v2_server_call import CURRENT_CALL, ServerCall
 from .v2_spans import end_quietly
-from .v2_transport import NO_TRANSPORT, SERVER_TRANSPORT, TransportInfo, http_server_transport
+from .v2_transport import (
+    DIRECT_DISPATCH,
+    NO_TRANSPORT,
+    SERVER_TRANSPORT,
+    TransportInfo,
+    http_server_transport,
+)
 from .wrapping import PatchSet
 
 _logger = logging.getLogger(__name__)
@@ -165,6 +171,7 @@ class ServerHooks:
                 server_name=getattr(runner.server, "name", None),
                 budget=self._budget(runner, ctx),
                 metric_attributes=metric,
+                in_process=DIRECT_DISPATCH.get(),
             )
             return ServerCall(
                 runner, ctx, exchange, pipeline=self._pipeline, transport=transport, mcp_error=self._mcp_error
