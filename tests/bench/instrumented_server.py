@@ -119,7 +119,7 @@ class BenchTelemetry:
             tracer_provider=self.tracer_provider, meter_provider=self._meter_provider
         )
         pipeline = self.instrumentor.pipeline
-        if pipeline is None or not pipeline.loader.wait(TOKENIZER_TIMEOUT_S):
+        if pipeline is None or not pipeline.wait_ready(TOKENIZER_TIMEOUT_S):
             raise RuntimeError("mcp-tokens did not start (or its tokenizer did not load)")
 
     def stop(self) -> None:

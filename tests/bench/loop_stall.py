@@ -222,7 +222,7 @@ async def run(full: bool, repeat: int) -> list[Row]:
     tracer_provider = TracerProvider()
     pipeline = Pipeline(Settings(), MeterProvider(metric_readers=[reader]).get_meter("loop-stall"))
     pipeline.start()
-    if not pipeline.loader.wait(60):
+    if not pipeline.wait_ready(60):
         raise RuntimeError("the tokenizer did not load")
     rows: list[Row] = [("nothing to analyse (floor)", await _tick_until(lambda: True, minimum_s=1.0))]
     for case in cases(full):

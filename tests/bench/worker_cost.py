@@ -1,19 +1,26 @@
-"""The analysis worker's CPU per exchange: `python -m tests.bench.worker_cost`.
+"""What one exchange's analysis costs, and where: `python -m tests.bench.worker_cost`.
 
-Under sustained load the worker's own cost per exchange, not tokenizing, decides how many
-exchanges it can take (see the README's performance section). This runs the real
-`Pipeline._process` (analysis, metric recording on an SDK MeterProvider, span annotation
-and ending) on one tools/call exchange at a time, on this thread, and reports the thread's
-CPU time per exchange for 1 KB and 50 KB of JSON text (exact counting, then the estimate
-the worker falls back to when it is far behind). The worker's pauses are sleeps, not CPU.
+The analysis of an exchange is split between two processes: the instrumented process
+encodes the payloads for its helper and records the findings that come back (spans,
+metrics) on its worker thread, and that CPU is taken from the application's interpreter;
+the helper tokenises and looks for padding, on CPU the application does not need (it
+runs at the lowest priority, with a GIL of its own).
+
+This submits tools/call exchanges through the real `Pipeline` (helper process, SDK
+MeterProvider, spans ended and dropped), one batch per size, every text different (so
+the count cache never answers), and reports per exchange: the CPU this process used
+(its whole CPU time while the main thread only waits, so the worker thread's) and the
+CPU the helper used (Linux: from /proc). With `--analysis thread` the whole analysis
+runs in this process, as where no helper can be started.
 """
 
 from __future__ import annotations
 
 import argparse
 import itertools
-import statistics
+import resource
 import time
+from pathlib import Path
 
 from opentelemetry.instrumentation.mcp_tokens.config import Settings
 from opentelemetry.instrumentation.mcp_tokens.exchange import Exchange, Side
@@ -25,7 +32,8 @@ from opentelemetry.trace import Tracer
 
 from .engine import json_payload
 
-SIZES = {"1 KB": 1_000, "50 KB": 50_000}
+SIZES = {"1 KB": 1_000, "50 KB": 50_000, "1 MB": 1_000_000}
+CALLS = {1_000: 2000, 50_000: 400, 1_000_000: 20}
 _SERIAL = itertools.count()
 
 
@@ -38,35 +46,61 @@ def exchange_of(text: str, tracer: Tracer) -> Exchange:
     return exchange
 
 
-def cpu_ms_per_exchange(pipeline: Pipeline, tracer: Tracer, text: str, backlog: bool, calls: int) -> float:
-    """Median over 5 rounds of the thread CPU time per exchange, in ms. Every exchange's
-    text differs (a serial number up front), so the token count cache never answers."""
-    rounds = []
-    for _ in range(5):
-        texts = [f"{next(_SERIAL):>12}{text[12:]}" for _ in range(calls)]
-        started = time.thread_time()
-        for unique in texts:
-            pipeline._process(exchange_of(unique, tracer), backlog=backlog)
-        rounds.append((time.thread_time() - started) / calls * 1000)
-    return statistics.median(rounds)
+def process_cpu_s() -> float:
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return usage.ru_utime + usage.ru_stime
+
+
+def helper_cpu_s(pipeline: Pipeline) -> float | None:
+    """The helper's CPU time so far (Linux), None where it cannot be read."""
+    pid = getattr(pipeline.worker._link, "pid", None)
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except (OSError, IndexError):
+        return None
+    import os
+
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def measure(pipeline: Pipeline, tracer: Tracer, text: str, calls: int) -> tuple[float, float | None]:
+    """ms of CPU per exchange: this process's, the helper's."""
+    exchanges = [exchange_of(f"{next(_SERIAL):>12}{text[12:]}", tracer) for _ in range(calls)]
+    ours, helper = process_cpu_s(), helper_cpu_s(pipeline)
+    # Submitted in bursts with pauses, as calls arrive: the queue never overflows.
+    for start in range(0, calls, 50):
+        for exchange in exchanges[start : start + 50]:
+            pipeline.submit(exchange)
+        time.sleep(0.02)
+    if not pipeline.worker.drain(600):
+        raise RuntimeError("the analysis did not finish")
+    ours = process_cpu_s() - ours
+    helper_after = helper_cpu_s(pipeline)
+    helper_ms = None if helper is None or helper_after is None else (helper_after - helper) / calls * 1000
+    return ours / calls * 1000, helper_ms
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--calls", type=int, default=400, help="exchanges per round (default 400)")
+    parser.add_argument("--analysis", choices=("process", "thread"), default="process")
     args = parser.parse_args(argv)
-    pipeline = Pipeline(Settings(), MeterProvider(metric_readers=[InMemoryMetricReader()]).get_meter("bench"))
-    if not pipeline.loader.wait(60):
-        raise SystemExit("the tokenizer did not load")
+    pipeline = Pipeline(
+        Settings(analysis=args.analysis),
+        MeterProvider(metric_readers=[InMemoryMetricReader()]).get_meter("bench"),
+    )
+    pipeline.start()
+    if not pipeline.wait_ready(60):
+        raise SystemExit("the analysis did not start")
     tracer = TracerProvider().get_tracer("bench")
-    print("worker CPU per tools/call exchange (median of 5 rounds), ms")
-    print(f"{'payload':<8} {'exact':>8} {'estimate':>9}")
+    print(f"CPU per tools/call exchange, ms (analysis: {pipeline.worker.mode})")
+    print(f"{'payload':<8} {'this process':>13} {'helper':>8}")
     for label, size in SIZES.items():
         text = json_payload(size)[:size]
-        cpu_ms_per_exchange(pipeline, tracer, text, False, 50)  # warm-up (caches, imports)
-        exact = cpu_ms_per_exchange(pipeline, tracer, text, False, args.calls)
-        estimate = cpu_ms_per_exchange(pipeline, tracer, text, True, args.calls)
-        print(f"{label:<8} {exact:>8.3f} {estimate:>9.3f}")
+        measure(pipeline, tracer, text, 5)  # warm-up
+        ours, helper = measure(pipeline, tracer, text, CALLS[size])
+        helper_text = "-" if helper is None else f"{helper:.3f}"
+        print(f"{label:<8} {ours:>13.3f} {helper_text:>8}")
+    pipeline.shutdown()
     return 0
 
 

@@ -31,8 +31,8 @@ from typing import Any
 import anyio
 from opentelemetry.instrumentation.mcp_tokens import McpTokensInstrumentor
 from opentelemetry.instrumentation.mcp_tokens.engine.tokenizer import load_bundled_encoding
-from opentelemetry.sdk.metrics import Counter, Histogram, MeterProvider, UpDownCounter
-from opentelemetry.sdk.metrics.export import AggregationTemporality, InMemoryMetricReader
+from opentelemetry.sdk.metrics import Counter, Histogram, MeterProvider, ObservableCounter, UpDownCounter
+from opentelemetry.sdk.metrics.export import AggregationTemporality, InMemoryMetricReader, Sum
 from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
@@ -97,13 +97,16 @@ def metric_points(reader: InMemoryMetricReader) -> list[Point]:
                     attributes = dict(point.attributes or {})
                     if hasattr(point, "bucket_counts"):
                         points.append(Point(metric.name, attributes, float(point.sum), int(point.count)))
-                    else:
+                    elif point.value or not isinstance(metric.data, Sum):
+                        # Counters are observable: a delta reader also gets a 0 for every
+                        # series an earlier run created. Only this run's counts matter here.
                         points.append(Point(metric.name, attributes, float(point.value)))
     return points
 
 
 _DELTA = {
     Counter: AggregationTemporality.DELTA,
+    ObservableCounter: AggregationTemporality.DELTA,
     UpDownCounter: AggregationTemporality.CUMULATIVE,
     Histogram: AggregationTemporality.DELTA,
 }

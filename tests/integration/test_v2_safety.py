@@ -361,13 +361,14 @@ def test_counting_is_off_the_response_path_and_spans_end_when_the_response_compl
             return time.time_ns(), time.perf_counter() - started
 
     with instrumented() as telemetry:
-        analyse = telemetry.pipeline._analyse
+        recorder = telemetry.pipeline.recorder
+        record = recorder.record_findings
 
-        def slow_analyse(exchange: Any, *args: Any) -> Any:
-            time.sleep(slow_s)  # a slow tokenizer: the caller must not wait for it
-            return analyse(exchange, *args)
+        def slow_record(*args: Any) -> Any:
+            time.sleep(slow_s)  # slow analysis and recording: the caller must not wait for them
+            return record(*args)
 
-        monkeypatch.setattr(telemetry.pipeline, "_analyse", slow_analyse)
+        monkeypatch.setattr(recorder, "record_findings", slow_record)
         returned_ns, elapsed = anyio.run(call)
         assert elapsed < slow_s
         spans = [s for s in telemetry.spans() if s.name == "tools/call echo"]

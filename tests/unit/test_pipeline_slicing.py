@@ -1,24 +1,28 @@
-"""Which analyses run with the worker's pauses inside them (`sliced`), and which do not.
+"""Which work runs with the worker's pauses inside it (`sliced`), and which does not.
 
-The pauses come from a profile hook of the worker thread, which makes the interpreter
-run slower; a light exchange holds the GIL for well under 1 ms in all and is analysed
-without it, a heavy one (by characters, or by values for a listing of tiny tools) with it.
+The pauses come from a profile hook of the thread, which makes the interpreter run
+slower; a light exchange is analysed in well under 1 ms and goes without it, a heavy one
+(by characters, or by values for a listing of tiny tools) with it, when the analysis
+runs on a thread of this process. Encoding for the helper process needs no hook: it goes
+a bounded frame per step.
 """
 
 from __future__ import annotations
 
 import sys
+import time
 
 import pytest
-from opentelemetry.instrumentation.mcp_tokens import pipeline as pipeline_module
+from opentelemetry.instrumentation.mcp_tokens import channel
+from opentelemetry.instrumentation.mcp_tokens import worker as worker_module
+from opentelemetry.instrumentation.mcp_tokens.analyst import Analyst, Findings
 from opentelemetry.instrumentation.mcp_tokens.config import Settings
+from opentelemetry.instrumentation.mcp_tokens.engine import compact
 from opentelemetry.instrumentation.mcp_tokens.engine.analysis import Analysis, Analyzer, PayloadKind
 from opentelemetry.instrumentation.mcp_tokens.engine.blocks import payload_weight
 from opentelemetry.instrumentation.mcp_tokens.exchange import Exchange, Side
-from opentelemetry.instrumentation.mcp_tokens.pipeline import Pipeline
+from opentelemetry.instrumentation.mcp_tokens.helper import ThreadLink
 from opentelemetry.instrumentation.mcp_tokens.worker import _pause_hook
-from opentelemetry.sdk.metrics import MeterProvider
-from opentelemetry.sdk.metrics.export import InMemoryMetricReader
 
 
 def _text(chars: int) -> dict[str, object]:
@@ -33,19 +37,41 @@ def _tools(count: int) -> dict[str, object]:
     return {"tools": [{"name": f"t{index}", "inputSchema": {"type": "object"}} for index in range(count)]}
 
 
+CASES = [
+    ("tools/call", _text(1_000), False),
+    ("tools/call", _text(worker_module.SLICE_FROM_CHARS), True),
+    ("tools/call", _blocks(3), False),
+    ("tools/call", _blocks(worker_module.SLICE_FROM_NODES), True),
+    ("tools/list", _tools(2), False),
+    ("tools/list", _tools(2_000), True),
+]
+IDS = ["1k-text", "long-text", "few-blocks", "many-blocks", "small-listing", "listing-of-tiny-tools"]
+
+
+def _exchange(method: str, response: dict[str, object]) -> Exchange:
+    exchange = Exchange(Side.CLIENT, method, target="t" if method == "tools/call" else None)
+    exchange.request = {"name": "t", "arguments": {}} if method == "tools/call" else None
+    exchange.finish(response)
+    return exchange
+
+
 @pytest.mark.parametrize(
-    ("method", "response", "hooked"),
-    [
-        ("tools/call", _text(1_000), False),
-        ("tools/call", _text(pipeline_module.SLICE_FROM_CHARS), True),
-        ("tools/call", _blocks(3), False),
-        ("tools/call", _blocks(pipeline_module.SLICE_FROM_NODES), True),
-        ("tools/list", _tools(2), False),
-        ("tools/list", _tools(2_000), True),
-    ],
-    ids=["1k-text", "long-text", "few-blocks", "many-blocks", "small-listing", "listing-of-tiny-tools"],
+    "payload",
+    [_text(20_000_000), _blocks(200_000), _tools(20_000), {"rows": [[i, str(i)] for i in range(300_000)]}],
+    ids=["20-MB-text", "many-blocks", "listing-of-tiny-tools", "many-small-values"],
 )
-def test_heavy_exchanges_are_analysed_sliced_and_light_ones_are_not(
+def test_sending_goes_in_frames_of_bounded_size_whatever_the_payload(payload: dict[str, object]) -> None:
+    """The worker takes one frame per step and checks its budget between steps, so a frame
+    (the JSON a step encodes) must stay small however many values or characters there are."""
+    exchange = _exchange("tools/call", payload)
+    job = worker_module.job_of(exchange, 1, False)
+    sizes = [len(frame) for frame in channel.job_frames(job, exchange.request, exchange.response)]
+    assert max(sizes) <= channel.PIECE_BYTES + compact.STEP_CHARS * 4 + channel.HEADER.size
+    assert len(sizes) > 4
+
+
+@pytest.mark.parametrize(("method", "response", "hooked"), CASES, ids=IDS)
+def test_heavy_exchanges_are_analysed_sliced_on_the_thread_link(
     method: str, response: dict[str, object], hooked: bool, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     seen: list[object] = []
@@ -56,16 +82,30 @@ def test_heavy_exchanges_are_analysed_sliced_and_light_ones_are_not(
         return analyze(self, kind, payload)
 
     monkeypatch.setattr(Analyzer, "analyze", watching)
-    pipeline = Pipeline(Settings(), MeterProvider(metric_readers=[InMemoryMetricReader()]).get_meter("t"))
-    pipeline.loader.start()
-    assert pipeline.loader.wait(60)
-    exchange = Exchange(Side.CLIENT, method, target="t" if method == "tools/call" else None)
-    exchange.request = {"name": "t", "arguments": {}} if method == "tools/call" else {}
-    exchange.finish(response)
-    pipeline._process(exchange)
+    link = ThreadLink(Settings())
+    try:
+        exchange = _exchange(method, response)
+        job = worker_module.job_of(exchange, 1, False)
+        request = exchange.request if job.request_kind else None
+        list(link.sender(job, request, exchange.response))
+        deadline = time.monotonic() + 60
+        arrived: list[object] = []
+        while not any(isinstance(m, Findings) for m in arrived):
+            assert time.monotonic() < deadline
+            arrived.extend(link.receive())
+            time.sleep(0.01)
+    finally:
+        link.close()
     assert seen, "the exchange was not analysed"
     assert all((hook is _pause_hook) is hooked for hook in seen)
-    assert sys.getprofile() is None
+
+
+def test_the_analysis_on_a_thread_pauses_between_its_steps(monkeypatch: pytest.MonkeyPatch) -> None:
+    pauses: list[int] = []
+    analyst = Analyst(Settings(), pause=lambda: pauses.append(1))
+    exchange = _exchange("tools/call", _text(100))
+    analyst.analyse(worker_module.job_of(exchange, 1, False), exchange.request, exchange.response)
+    assert len(pauses) >= 2
 
 
 @pytest.mark.parametrize("count", [20, 3_000, 50_000])

@@ -31,8 +31,13 @@ lowercase name after the prefix (``OTEL_INSTRUMENTATION_MCP_TOKENS_CONTEXT_WINDO
 ``ENCODING`` (o200k_base), ``TOKENIZER_FILE``, ``TOKENIZER_PATTERN``, ``MAX_BYTES``,
 ``IMAGE_MODEL``, ``RISK_THRESHOLDS``, ``OVERHEAD_PATTERN``, ``PADDING``,
 ``CONTEXT_WINDOW``, ``BUDGET_THRESHOLDS``, ``MAX_SCOPES``, ``SCOPE_IDLE_TTL``,
-``QUEUE_SIZE``, ``MAX_LABEL_VALUES``, ``CONTENT_MAX_CHARS``; content capture follows
-``OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT`` (off by default).
+``QUEUE_SIZE``, ``MAX_LABEL_VALUES``, ``CONTENT_MAX_CHARS``, ``ANALYSIS``; content capture
+follows ``OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT`` (off by default).
+
+Counting happens off the response path, in a helper process that ``instrument()`` starts
+(the same interpreter, at the lowest CPU priority; it exits with the application), so the
+application's interpreter only hands payloads over and records the findings.
+``ANALYSIS=thread`` runs the analysis on a thread of the application instead.
 
 The entry point is named ``mcp_tokens`` (not ``mcp``), so
 ``OTEL_PYTHON_DISABLED_INSTRUMENTATIONS=mcp`` disables other MCP instrumentations only.

@@ -23,6 +23,10 @@ from .engine.risk import RiskThresholds
 _logger = logging.getLogger(__name__)
 
 PREFIX = "OTEL_INSTRUMENTATION_MCP_TOKENS_"
+# Where the analysis runs (ANALYSIS): a helper process (default), or a thread of the
+# application (where child processes are unwelcome; the analysis then shares the GIL).
+ANALYSIS_PROCESS = "process"
+ANALYSIS_THREAD = "thread"
 CAPTURE_CONTENT_ENV = "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT"
 
 
@@ -44,6 +48,7 @@ class Settings:
     max_label_values: int = 200
     capture_content: bool = False
     content_max_chars: int = 4096
+    analysis: str = ANALYSIS_PROCESS
 
     @classmethod
     def load(
@@ -104,6 +109,13 @@ def _text(text: str) -> str:
     return text.strip()
 
 
+def _analysis_mode(text: str) -> str:
+    mode = text.strip().lower()
+    if mode not in (ANALYSIS_PROCESS, ANALYSIS_THREAD):
+        raise ValueError(f"must be {ANALYSIS_PROCESS} or {ANALYSIS_THREAD}")
+    return mode
+
+
 _PARSERS: dict[str, Callable[[str], Any]] = {
     "encoding": _text,
     "tokenizer_file": _text,
@@ -121,6 +133,7 @@ _PARSERS: dict[str, Callable[[str], Any]] = {
     "max_label_values": _positive_int,
     "capture_content": _boolean,
     "content_max_chars": _positive_int,
+    "analysis": _analysis_mode,
 }
 
 

@@ -45,8 +45,7 @@ BUDGETED_METHODS = frozenset({"tools/call", "tools/list", "resources/read", "pro
 # after the response completed.
 # - A response this process answers still has its transport to cross: the server's
 #   transport serialises and writes it (over stdio at the pace its client reads the pipe).
-#   100 ms per MB: with mcp 2.3 over stdio a 20 MB call takes about 80 ms per MB end to end,
-#   and an analysis that starts sooner overlaps its end (tests/bench/instrumented).
+#   100 ms per MB: with mcp 2.3 over stdio a 20 MB call takes about 80 ms per MB end to end.
 # - A response this process received (it sent the request), or answered to a peer in this
 #   same process (the SDK's in-memory dispatch: no serialising, no pipe), has arrived: what
 #   is left is the SDK validating it into typed models, which references the parsed values
@@ -67,8 +66,9 @@ def settle_seconds(weight: int, crosses_transport: bool = True) -> float:
 class InFlight:
     """The MCP operations of this process that started and have not finished yet.
 
-    The analysis worker pauses while there are any (see worker.py): an operation in flight
-    is an event loop that may need the GIL at any moment. Patches never call this: an
+    The analysis worker waits while there are any (see worker.py): an operation in flight
+    is an event loop, and often a transport thread, that may need the GIL at any moment,
+    and every time the worker takes the GIL from them the call waits. Patches never call this: an
     `Exchange` registers itself when created for an operation that is starting, and leaves
     at `finish()` (or when submitted). One that is never finished stops counting after
     `STALE_S`, so a lost exchange cannot hold the worker back for long.

@@ -10,11 +10,14 @@ same way. Resource URIs never become labels.
 from __future__ import annotations
 
 import threading
+from collections.abc import Iterable
 
 from . import semconv
 
 # Longer values are folded too: a 10 KB "tool name" is not a name.
 MAX_VALUE_CHARS = 128
+# The server label of exchanges whose server did not say its name.
+UNKNOWN_SERVER = "unknown"
 
 
 def clean_text(value: str, max_chars: int = 1024) -> str:
@@ -31,14 +34,17 @@ class LabelFolder:
         self._admitted: set[str] = set()
         self._lock = threading.Lock()
 
-    def admit(self, value: str) -> None:
-        """Mark `value` as legitimate (seen in a listing or in a successful call)."""
+    def admit(self, value: str) -> bool:
+        """Mark `value` as legitimate (seen in a listing or in a successful call); whether
+        this call admitted it (it was not admitted before, and there was room)."""
         if not value or len(value) > MAX_VALUE_CHARS or value in self._admitted:
-            return
+            return False
         value = clean_text(value)
         with self._lock:
-            if len(self._admitted) < self._max_values:
-                self._admitted.add(value)
+            if len(self._admitted) >= self._max_values or value in self._admitted:
+                return False
+            self._admitted.add(value)
+            return True
 
     def fold(self, value: str | None) -> str:
         """The label value for `value`: itself if admitted, else `_OTHER` ("" for none)."""
@@ -68,6 +74,20 @@ class ServerLabels:
         return folder
 
     def server(self, name: str | None) -> str:
+        """Admit a server name, and its label value."""
         if name:
             self.servers.admit(name)
-        return self.servers.fold(name) or "unknown"
+        return self.fold_server(name)
+
+    def fold_server(self, name: str | None) -> str:
+        """The label value of a server name, without admitting it."""
+        return self.servers.fold(name) or UNKNOWN_SERVER
+
+    def replay(self, admitted: Iterable[tuple[str | None, str]]) -> None:
+        """Admit what another `ServerLabels` admitted, in the same order (see
+        `analyst.Findings.admitted`), so that both fold every name alike."""
+        for server, value in admitted:
+            if server is None:
+                self.servers.admit(value)
+            else:
+                self.targets(server).admit(value)

@@ -67,6 +67,13 @@ DIRECTION: Final = "mcp_tokens.direction"
 SERVER_NAME: Final = "mcp_tokens.server.name"
 OVERHEAD_KIND: Final = "mcp_tokens.overhead.kind"
 SKIP_REASON: Final = "mcp_tokens.skip.reason"
+# Values of SKIP_REASON: why a payload was estimated or not analysed at all.
+SKIP_OVERLOAD: Final = "overload"  # the analysis queue was full, or the findings never came back
+SKIP_BACKLOG: Final = "backlog"  # estimated: exact counting had fallen behind
+SKIP_OVER_MAX_BYTES: Final = "over_max_bytes"  # estimated: larger than MAX_BYTES
+SKIP_NO_TOKENIZER: Final = "no_exact_tokenizer"  # estimated: the exact tokenizer did not load
+SKIP_ERROR: Final = "analysis_error"  # the analysis failed, or its helper exited with it
+SKIP_SHUTDOWN: Final = "shutdown"  # still queued when the instrumentation stopped
 
 SIDE_CLIENT: Final = "client"
 SIDE_SERVER: Final = "server"

@@ -1,36 +1,78 @@
-"""Creates the instruments once and records an analysed exchange onto its span and metrics."""
+"""Creates the instruments once and records an analysed exchange onto its span and metrics.
+
+Histograms are the SDK's synchronous instruments. Counters and the definition gauge are
+kept here, as cumulative sums and last values per attribute set, and read by observable
+instruments when a reader collects: recording a finding then costs a dictionary update
+instead of an SDK measurement (about 10 microseconds each, on the worker's share of the
+GIL), and the exported series are the same (monotonic cumulative sums, gauges).
+"""
 
 from __future__ import annotations
 
 import threading
-from collections.abc import Mapping
-from dataclasses import dataclass
+from collections.abc import Iterable, Mapping
 
-from opentelemetry.metrics import Meter
+from opentelemetry.metrics import CallbackOptions, Meter, Observation
 from opentelemetry.trace import Span
 from opentelemetry.util.types import AttributeValue
 
 from . import semconv
+from .analyst import Findings
 from .engine.analysis import Analysis
-from .engine.compact import compact_json
 from .engine.ledger import BudgetSnapshot
 from .exchange import Exchange, Side
 from .labels import clean_text
 
+_Key = tuple[tuple[str, AttributeValue], ...]
 
-@dataclass(frozen=True)
-class Outcome:
-    """What the pipeline learned about one exchange."""
 
-    exchange: Exchange
-    server: str
-    target: str
-    request: Analysis | None = None
-    response: Analysis | None = None
-    budget: BudgetSnapshot | None = None
-    # tools/list only: definition tokens per (folded) tool label.
-    definitions: dict[str, int] | None = None
-    analysis_s: float = 0.0
+class _Series:
+    """Values per attribute set, read by an observable instrument at collection."""
+
+    def __init__(self) -> None:
+        self._values: dict[_Key, float] = {}
+        self._attributes: dict[_Key, dict[str, AttributeValue]] = {}
+        self._lock = threading.Lock()
+
+    def _key(self, attributes: Mapping[str, AttributeValue]) -> _Key:
+        key = tuple(sorted(attributes.items()))
+        if key not in self._attributes:
+            with self._lock:
+                self._attributes.setdefault(key, dict(attributes))
+        return key
+
+    def observe(self, options: CallbackOptions) -> Iterable[Observation]:
+        with self._lock:
+            values = list(self._values.items())
+        return [Observation(value, self._attributes[key]) for key, value in values]
+
+
+class CumulativeSum(_Series):
+    """A monotonic counter (`add`), exported through an ObservableCounter."""
+
+    def __init__(self, meter: Meter, name: str, *, unit: str, description: str) -> None:
+        super().__init__()
+        meter.create_observable_counter(name, callbacks=[self.observe], unit=unit, description=description)
+
+    def add(self, amount: float, attributes: Mapping[str, AttributeValue]) -> None:
+        if amount < 0:
+            return
+        key = self._key(attributes)
+        with self._lock:
+            self._values[key] = self._values.get(key, 0) + amount
+
+
+class LastValue(_Series):
+    """A gauge (`set`), exported through an ObservableGauge."""
+
+    def __init__(self, meter: Meter, name: str, *, unit: str, description: str) -> None:
+        super().__init__()
+        meter.create_observable_gauge(name, callbacks=[self.observe], unit=unit, description=description)
+
+    def set(self, value: float, attributes: Mapping[str, AttributeValue]) -> None:
+        key = self._key(attributes)
+        with self._lock:
+            self._values[key] = value
 
 
 class Instruments:
@@ -67,13 +109,14 @@ class Instruments:
             description="Tokens of MCP payloads a model is shown, per request or response.",
             explicit_bucket_boundaries_advisory=semconv.TOKEN_BUCKETS,
         )
-        self.overhead = meter.create_counter(
-            semconv.OVERHEAD, unit="{token}", description="Tokens that carry no data, by kind."
+        self.overhead = CumulativeSum(
+            meter, semconv.OVERHEAD, unit="{token}", description="Tokens that carry no data, by kind."
         )
-        self.responses = meter.create_counter(
-            semconv.RESPONSES, unit="{response}", description="Analysed responses, by risk tier."
+        self.responses = CumulativeSum(
+            meter, semconv.RESPONSES, unit="{response}", description="Analysed responses, by risk tier."
         )
-        self.tool_definition = meter.create_gauge(
+        self.tool_definition = LastValue(
+            meter,
             semconv.TOOL_DEFINITION,
             unit="{token}",
             description="Tokens of each tool's definition in the latest tools/list.",
@@ -84,12 +127,14 @@ class Instruments:
             description="Share of the budget scope's context window used, after each exchange.",
             explicit_bucket_boundaries_advisory=semconv.UTILIZATION_BUCKETS,
         )
-        self.budget_crossings = meter.create_counter(
+        self.budget_crossings = CumulativeSum(
+            meter,
             semconv.BUDGET_CROSSINGS,
             unit="{scope}",
             description="Budget scopes that reached the warning or critical level.",
         )
-        self.padding = meter.create_counter(
+        self.padding = CumulativeSum(
+            meter,
             semconv.PADDING_DETECTIONS,
             unit="{detection}",
             description="Adversarial padding findings in MCP payloads, by reason.",
@@ -100,7 +145,8 @@ class Instruments:
             description="CPU time mcp-tokens spent analysing one exchange, off the response path.",
             explicit_bucket_boundaries_advisory=semconv.ANALYSIS_BUCKETS,
         )
-        self.analysis_skipped = meter.create_counter(
+        self.analysis_skipped = CumulativeSum(
+            meter,
             semconv.ANALYSIS_SKIPPED,
             unit="{payload}",
             description="Payloads mcp-tokens estimated or skipped instead of counting exactly, by reason.",
@@ -110,10 +156,8 @@ class Instruments:
 class Recorder:
     """Writes outcomes onto spans and instruments."""
 
-    def __init__(self, instruments: Instruments, *, capture_content: bool, content_max_chars: int) -> None:
+    def __init__(self, instruments: Instruments) -> None:
         self._instruments = instruments
-        self._capture_content = capture_content
-        self._content_max_chars = content_max_chars
         # Tool labels of each (side, server)'s latest listing; bounded by label folding.
         self._listed: dict[tuple[str, str], set[str]] = {}
         self._lock = threading.Lock()
@@ -145,28 +189,29 @@ class Recorder:
             },
         )
 
-    def record_outcome(self, outcome: Outcome) -> None:
-        exchange = outcome.exchange
+    def record_findings(self, exchange: Exchange, findings: Findings, send_s: float = 0.0) -> None:
+        """The token metrics of an analysed exchange (`send_s`: this process's share of the
+        analysis' CPU time, encoding the payloads for the helper)."""
         side = exchange.side.value
-        base = {
+        base: dict[str, AttributeValue] = {
             semconv.SIDE: side,
             semconv.MCP_METHOD_NAME: exchange.method,
-            semconv.SERVER_NAME: outcome.server,
+            semconv.SERVER_NAME: findings.server,
         }
-        if outcome.target:
-            base[semconv.target_attribute(exchange.method)] = outcome.target
+        if findings.target:
+            base[semconv.target_attribute(exchange.method)] = findings.target
         for direction, analysis in (
-            (semconv.DIRECTION_REQUEST, outcome.request),
-            (semconv.DIRECTION_RESPONSE, outcome.response),
+            (semconv.DIRECTION_REQUEST, findings.request),
+            (semconv.DIRECTION_RESPONSE, findings.response),
         ):
             if analysis is not None:
                 self._record_analysis(analysis, {**base, semconv.DIRECTION: direction})
-        if outcome.definitions is not None:
-            self._record_definitions(side, outcome.server, outcome.definitions)
-        if outcome.budget is not None:
-            self._record_budget(outcome.budget, side, outcome.server)
+        if findings.definitions is not None:
+            self._record_definitions(side, findings.server, findings.definitions)
+        if findings.budget is not None:
+            self._record_budget(findings.budget, side, findings.server)
         self._instruments.analysis_duration.record(
-            outcome.analysis_s, {semconv.SIDE: side, semconv.MCP_METHOD_NAME: exchange.method}
+            findings.analysis_s + send_s, {semconv.SIDE: side, semconv.MCP_METHOD_NAME: exchange.method}
         )
 
     def _record_definitions(self, side: str, server: str, definitions: dict[str, int]) -> None:
@@ -209,31 +254,32 @@ class Recorder:
             )
 
     # --- spans --------------------------------------------------------------------------
-    def annotate_span(self, span: Span, outcome: Outcome) -> None:
+    def annotate_span(self, span: Span, findings: Findings) -> None:
         if not span.is_recording():
             return
         attributes: dict[str, AttributeValue] = {}
-        analysed = [a for a in (outcome.request, outcome.response) if a is not None]
-        if outcome.request is not None:
-            attributes[semconv.TOKENS_REQUEST] = outcome.request.tokens
-            self._capture(
-                span, semconv.GEN_AI_TOOL_CALL_ARGUMENTS, outcome.exchange, outcome.exchange.request
-            )
-        if outcome.response is not None:
-            response = outcome.response
+        analysed = [a for a in (findings.request, findings.response) if a is not None]
+        request_text, response_text = findings.content
+        if findings.request is not None:
+            attributes[semconv.TOKENS_REQUEST] = findings.request.tokens
+            if request_text is not None:
+                attributes[semconv.GEN_AI_TOOL_CALL_ARGUMENTS] = request_text
+        if findings.response is not None:
+            response = findings.response
             attributes[semconv.TOKENS_RESPONSE] = response.tokens
             attributes[semconv.TOKENS_OVERHEAD] = response.overhead_tokens
             attributes[semconv.TOKENS_OVERHEAD_RATIO] = round(response.overhead_ratio, 4)
             attributes[semconv.TOKENS_RISK] = response.risk.value
-            self._capture(span, semconv.GEN_AI_TOOL_CALL_RESULT, outcome.exchange, outcome.exchange.response)
+            if response_text is not None:
+                attributes[semconv.GEN_AI_TOOL_CALL_RESULT] = response_text
         if analysed:
             attributes[semconv.TOKENS_ENCODING] = analysed[-1].encoding
             attributes[semconv.TOKENS_EXACT] = all(a.exact for a in analysed)
-        if outcome.budget is not None:
-            attributes[semconv.BUDGET_SCOPE] = clean_text(outcome.budget.scope)
-            attributes[semconv.BUDGET_USED] = outcome.budget.used
-            attributes[semconv.BUDGET_UTILIZATION] = round(outcome.budget.utilization, 6)
-            attributes[semconv.BUDGET_LEVEL] = outcome.budget.level.value
+        if findings.budget is not None:
+            attributes[semconv.BUDGET_SCOPE] = clean_text(findings.budget.scope)
+            attributes[semconv.BUDGET_USED] = findings.budget.used
+            attributes[semconv.BUDGET_UTILIZATION] = round(findings.budget.utilization, 6)
+            attributes[semconv.BUDGET_LEVEL] = findings.budget.level.value
         span.set_attributes(attributes)
         for analysis in analysed:
             for finding in analysis.padding:
@@ -246,13 +292,3 @@ class Recorder:
                         semconv.PADDING_BLOCK: finding.block,
                     },
                 )
-
-    def _capture(self, span: Span, key: str, exchange: Exchange, payload: object) -> None:
-        """Opt-in content capture (OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT), truncated."""
-        if not self._capture_content or payload is None or exchange.method != "tools/call":
-            return
-        try:
-            text = compact_json(payload)
-        except (ValueError, TypeError, RecursionError):
-            return
-        span.set_attribute(key, text[: self._content_max_chars])

@@ -1,33 +1,37 @@
-"""The bounded background worker that takes token analysis off the response path.
+"""The instrumented process's side of the analysis: a bounded queue and one thread.
 
-`submit()` never blocks and never raises: it appends to a bounded deque and wakes the
-worker thread. When the queue is full (by count, or by the characters its payloads hold)
-the exchange is handed to `on_overflow` instead, which records it as skipped: under
-overload we drop analyses rather than slow the application down or grow memory.
+`submit()` runs on the caller's path: it never blocks and never raises. It appends the
+finished exchange to a queue bounded by count and by the characters its payloads hold
+(queued and in analysis together); past the bound the exchange goes to `on_skip`
+(`overload`): under overload we drop analyses rather than slow the application down or
+grow memory.
 
-The worker shares the interpreter with the application, so it stays out of its way:
-- it runs at a lower OS scheduling priority (Linux nice +19 for this thread and the
-  counting threads it starts), so the application's threads get the CPU first and the
-  analysis uses what is left;
-- between exchanges (and the pipeline between the steps of one, `yield_gil`, and within
-  the steps of a heavy one, `sliced`) it sleeps briefly: CPython hands the GIL to a
-  thread that waits for it only after the holder blocks or after the switch interval
-  (5 ms), so without these pauses an event loop that wakes up while the worker runs
-  Python could wait milliseconds;
-- it waits while an MCP operation of this process is in flight, and until the response
-  path of the last one is likely over (`exchange.IN_FLIGHT`): before it starts an
-  exchange and at every pause, so a call running next to the analysis does not lose the
-  GIL at each of its pipe reads and socket writes, nor share the CPU and caches with the
-  tokenizer. The pipeline counts in short chunks so that pauses come every few
-  milliseconds. An exchange's analysis waits so for `MAX_LAG_S` in all, counted from its
-  response (so time spent queued counts too); then, while operations are still in
-  flight, it runs at a fifth of its pace (`busy_pause_s`). So a burst of calls shorter
-  than that is analysed after it, and sustained load makes the telemetry lag by about
-  `MAX_LAG_S` plus the analysis' own time, or fills the queue until it drops;
-- with its queue half full (by count) it stops waiting, so that waiting does not fill it;
-- when it falls further behind than that (an exchange waited `MAX_BACKLOG_S`, or the
-  queue holds half its characters), exact counting cannot keep up: such exchanges go to
-  `on_backlog`, which estimates them (a fraction of the cost) and records that.
+The thread (`mcp-tokens-analysis`) sends the queued exchanges to the analysis (a helper
+process, see helper.py) and hands the findings that come back to `on_findings`, which
+records them on spans and metrics. The heavy work (tokenizing, padding detection) is the
+helper's; what is left here (encoding payloads for it, about 0.03 ms per KB-sized
+exchange and 0.5 ms per MB; recording, about 0.07 ms) still needs the GIL, and every
+time the worker takes it while a call runs, the call waits. So the worker keeps out of
+the way:
+- it sleeps while there is nothing to do, and is woken by the first exchange after a
+  quiet spell, not by every exchange;
+- it works in rounds, `ROUND_S` apart, and only once no MCP operation of the process is
+  in flight and the last response path is likely over (`exchange.IN_FLIGHT`), stopping
+  between two exchanges when a call starts: a burst of calls is handled after it. It
+  waits so for `MAX_LAG_S` after the oldest response in hand, and not at all with its
+  queue half full;
+- under sustained load (calls in flight and nothing left to wait) its rounds are
+  `BUSY_ROUND_S` apart at least, and `BUSY_RATIO` times the CPU the last one used, so it
+  takes at most 1 / (1 + BUSY_RATIO) of the interpreter, and the queue absorbs (then
+  drops) the rest;
+- within a round it runs Python for `SLICE_S` at most before a pause that hands the GIL
+  to any thread waiting for it (`yield_gil`; payloads of many values are encoded under
+  `sliced`, which pauses inside steps too), and for `ROUND_BUDGET_S` in all;
+- findings that do not come back within `OUTSTANDING_TIMEOUT_S` are given up
+  (`overload`: a helper starved of CPU);
+- if the helper exits, the exchanges it held are counted as failed (`analysis_error`)
+  and a new helper starts after a pause that doubles with each failure; a helper that
+  cannot start at all is replaced by the analysis on a thread of this process.
 """
 
 from __future__ import annotations
@@ -38,76 +42,66 @@ import os
 import sys
 import threading
 import time
-from collections import deque
+import weakref
+from collections import OrderedDict, deque
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 
-from .engine.blocks import payload_chars
+from . import semconv
+from .analyst import AnalystStatus, Findings, Job
+from .config import ANALYSIS_PROCESS, ANALYSIS_THREAD, Settings
+from .engine.blocks import payload_chars, payload_weight
 from .exchange import IN_FLIGHT, Exchange, settle_seconds
+from .helper import Link, LinkClosed, Message, ProcessLink, ThreadLink
 
 _logger = logging.getLogger(__name__)
 
-# How much lower than the application the worker thread runs (Linux nice increment).
-NICE_INCREMENT = 19
 # A pause long enough for a waiting thread to take the GIL (a zero sleep is not: the
 # sleeper usually takes it back before the waiter is scheduled).
 YIELD_S = 0.0001
 # How long the worker may run Python before it pauses: what a waiting event loop loses.
 SLICE_S = 0.0002
-# Under sustained load (operations in flight and no more waiting for them) the worker
-# pauses this many times as long as it used the CPU, at most MAX_BUSY_PAUSE_S at a time.
-BUSY_PAUSE_RATIO = 4.0
-MAX_BUSY_PAUSE_S = 0.005
-# How long after its response completed an exchange's analysis may still wait for the
-# process's MCP operations in flight; and how far behind the analysis may fall before it
-# estimates instead of counting.
+# Rounds: how far apart at least, how much CPU each may use, and how much longer than its
+# CPU time the pause after a busy round lasts.
+ROUND_S = 0.005
+BUSY_ROUND_S = 0.02
+ROUND_BUDGET_S = 0.002
+BUSY_ROUND_BUDGET_S = 0.0005
+BUSY_RATIO = 4.0
+# With nothing to send, how long a pause waits for the analysis to answer (new exchanges
+# wait at most that long to be sent).
+AWAIT_S = 0.05
+# How long after its response an exchange's sending and recording may still wait for the
+# process's MCP calls in flight (a burst shorter than this is handled after it).
 MAX_LAG_S = 1.0
-MAX_BACKLOG_S = 5.0
-# Payloads at least this large (in characters) are let go only while no call is in flight.
-RELEASE_QUIETLY_CHARS = 1 << 18
+# Under sustained load, the share of a core the helper's analysis may take (and how much
+# CPU time it may bank while idle): past it, exchanges are dropped and counted.
+HELPER_SHARE = 0.1
+HELPER_BURST_S = 0.25
+# Findings that take longer than this to come back are given up (looked for this often).
+OUTSTANDING_TIMEOUT_S = 60.0
+EXPIRY_EVERY_S = 1.0
+# Pauses before a new helper after one exited: doubling from the first, up to the last.
+RESTART_PAUSE_S = 1.0
+MAX_RESTART_PAUSE_S = 60.0
+# Exchanges this light are handled without `sliced` pauses inside a step: the profile hook
+# that makes them doubles the cost of Python. Analysing is heavy by characters or by values
+# (a listing of 20,000 tools holds few characters a value); encoding for the helper only by
+# values, since long strings cross as they are, in bounded steps.
+SLICE_FROM_CHARS = 8 << 10
+SLICE_FROM_NODES = 256
+
+LinkFactory = Callable[[Settings, str], Link]
 
 _slices = threading.local()
 
 
 def yield_gil() -> None:
-    """Pause if this thread ran longer than `SLICE_S` since its last pause, so that a
-    thread waiting for the GIL (an event loop) runs now rather than after the switch
-    interval; while MCP operations are in flight, the pause lasts until they are over,
-    within this thread's deferral budget (see `deferring_for`)."""
+    """Pause briefly if this thread ran `SLICE_S` since its last pause, so that a thread
+    waiting for the GIL (an event loop) runs now rather than after the switch interval."""
     if time.perf_counter() - getattr(_slices, "since", 0.0) >= SLICE_S:
-        if not _wait_for_quiet():
-            time.sleep(busy_pause_s())
+        time.sleep(YIELD_S)
         _slices.since = time.perf_counter()
-        _slices.cpu_since = time.thread_time()
-
-
-def busy_pause_s() -> float:
-    """How long a pause lasts once waiting for quiet is over (or not allowed). With
-    operations in flight (sustained load) it is `BUSY_PAUSE_RATIO` times the CPU time this
-    thread used since its last pause, so the worker takes at most 1 / (1 + ratio) of a
-    core and of the GIL from the calls, and its queue absorbs the rest (overflowing into
-    counted drops). Otherwise just long enough to hand the GIL over."""
-    if not IN_FLIGHT.busy():
-        return YIELD_S
-    used = time.thread_time() - getattr(_slices, "cpu_since", 0.0)
-    return max(YIELD_S, min(MAX_BUSY_PAUSE_S, BUSY_PAUSE_RATIO * used))
-
-
-def deferring_for(seconds: float) -> None:
-    """Let this thread's pauses wait for operations in flight for `seconds` in all (each
-    wait uses up part of it); 0 stops them waiting."""
-    _slices.defer_budget = seconds
-
-
-def _wait_for_quiet() -> bool:
-    """Wait while operations are in flight, within the deferral budget; whether it waited."""
-    budget: float = getattr(_slices, "defer_budget", 0.0)
-    if budget <= 0:
-        return False
-    started = time.perf_counter()
-    waited = IN_FLIGHT.wait_until_quiet(budget)
-    if waited:
-        _slices.defer_budget = budget - (time.perf_counter() - started)
-    return waited
 
 
 def _pause_hook(frame: object, event: str, arg: object) -> None:
@@ -118,8 +112,8 @@ def _pause_hook(frame: object, event: str, arg: object) -> None:
 @contextlib.contextmanager
 def sliced() -> Iterator[None]:
     """Run the block with `yield_gil` checked at every function call and return of this
-    thread (a profile hook of this thread only), so that long pure-Python stretches of
-    the analysis give the GIL away every `SLICE_S`. A hook someone else set is kept."""
+    thread (a profile hook of this thread only), so that long pure-Python stretches give
+    the GIL away every `SLICE_S`. A hook someone else set is kept."""
     if sys.getprofile() is not None:
         yield
         return
@@ -130,54 +124,130 @@ def sliced() -> Iterator[None]:
         sys.setprofile(None)
 
 
-def lower_thread_priority(increment: int = NICE_INCREMENT) -> bool:
-    """Raise the calling thread's nice value (Linux: per thread, inherited by the threads it
-    starts). A no-op where threads have no priority of their own; False when not lowered."""
-    # Elsewhere the id given to setpriority() names a process, never a thread.
-    if not sys.platform.startswith("linux"):
-        return False
-    try:
-        thread_id = threading.get_native_id()
-        current = os.getpriority(os.PRIO_PROCESS, thread_id)
-        os.setpriority(os.PRIO_PROCESS, thread_id, min(19, current + increment))
-    except OSError:
-        return False
-    return True
+def needs_slicing(request: object, response: object, *, by_chars: bool = True) -> bool:
+    """Whether analysing (or, `by_chars=False`, encoding) these payloads takes long enough
+    in Python to be `sliced`."""
+    first, second = payload_weight(request), payload_weight(response)
+    heavy_chars = by_chars and first.chars + second.chars >= SLICE_FROM_CHARS
+    return heavy_chars or first.nodes + second.nodes >= SLICE_FROM_NODES
+
+
+def open_link(settings: Settings, mode: str) -> Link:
+    return ProcessLink(settings) if mode == ANALYSIS_PROCESS else ThreadLink(settings)
+
+
+class CpuShare:
+    """A token bucket of CPU seconds: `share` of a core, `burst_s` at most in hand."""
+
+    def __init__(self, share: float, burst_s: float) -> None:
+        self._share = share
+        self._burst_s = burst_s
+        self._credit = burst_s
+        self._at = time.monotonic()
+
+    def take(self, cost_s: float) -> bool:
+        """Spend `cost_s` if there is credit left (it may go below zero once)."""
+        now = time.monotonic()
+        self._credit = min(self._burst_s, self._credit + (now - self._at) * self._share)
+        self._at = now
+        if self._credit <= 0:
+            return False
+        self._credit -= cost_s
+        return True
+
+
+class HelperCost:
+    """What the helper's analysis of an exchange costs, learnt from its findings: CPU
+    seconds per character (plus a fixed part), averaged over the recent exchanges."""
+
+    FIXED_CHARS = 1000
+    SMOOTHING = 0.1
+
+    def __init__(self, seconds_per_char: float = 1.25e-7) -> None:
+        self._seconds_per_char = seconds_per_char
+
+    def of(self, weight: int) -> float:
+        return self._seconds_per_char * (weight + self.FIXED_CHARS)
+
+    def observe(self, analysis_s: float, weight: int) -> None:
+        if analysis_s > 0:
+            rate = analysis_s / (weight + self.FIXED_CHARS)
+            self._seconds_per_char += self.SMOOTHING * (rate - self._seconds_per_char)
+
+
+@dataclass
+class _Sent:
+    """An exchange handed to the analysis, until its findings come back."""
+
+    exchange: Exchange
+    weight: int
+    sent_at: float = 0.0  # time.monotonic() once completely sent
+    send_s: float = 0.0  # CPU time spent encoding and sending it
+
+
+@dataclass
+class _Sending:
+    seq: int
+    steps: Iterator[bool]
+    many_values: bool
 
 
 class AnalysisWorker:
     def __init__(
         self,
-        process: Callable[[Exchange], None],
-        on_overflow: Callable[[Exchange], None],
+        settings: Settings,
+        on_findings: Callable[[Exchange, Findings, float], None],
+        on_skip: Callable[[Exchange, str], None],
         *,
-        on_backlog: Callable[[Exchange], None] | None = None,
-        max_pending: int = 1024,
+        max_pending: int | None = None,
         max_pending_chars: int = 256 << 20,
+        link_factory: LinkFactory = open_link,
     ) -> None:
-        self._process = process
-        self._on_overflow = on_overflow
-        # Without a cheaper way to take exchanges the worker is behind on, it processes them.
-        self._on_backlog = on_backlog or process
-        self._max_pending = max_pending
+        self._settings = settings
+        self._on_findings = on_findings
+        self._on_skip = on_skip
+        self._max_pending = max_pending or settings.queue_size
         self._max_pending_chars = max_pending_chars
-        self._queue: deque[tuple[Exchange, int]] = deque()
-        self._pending_chars = 0
-        self._busy = False
-        self._condition = threading.Condition()
-        self._thread: threading.Thread | None = None
-        self._stopping = False
+        self._link_factory = link_factory
+        self._mode = settings.analysis
+        self._reset_state()
+        _WORKERS.add(self)
 
+    def _reset_state(self) -> None:
+        self._condition = threading.Condition()
+        self._queue: deque[tuple[Exchange, int]] = deque()
+        self._sent: OrderedDict[int, _Sent] = OrderedDict()
+        self._sending: _Sending | None = None
+        self._arrived: deque[Message] = deque()
+        self._to_release: deque[tuple[object, object]] = deque()
+        self._pending_chars = 0
+        self._next_seq = 0
+        self._idle = True
+        self._stopping = False
+        self._started = False
+        self._thread: threading.Thread | None = None
+        self._link: Link | None = None
+        self._failures = 0
+        self._retry_at = 0.0
+        self._next_expiry = 0.0
+        self._link_full = False
+        self._yielding = False
+        self._helper_share = CpuShare(HELPER_SHARE, HELPER_BURST_S)
+        self._helper_cost = HelperCost()
+        self._ready = threading.Event()
+        self.status: AnalystStatus | None = None
+
+    # --- the caller's side ----------------------------------------------------------------
     def start(self) -> None:
         with self._condition:
-            if self._thread is not None and self._thread.is_alive():
-                return
+            self._started = True
             self._stopping = False
-            self._thread = threading.Thread(target=self._run, name="mcp-tokens-analysis", daemon=True)
-            self._thread.start()
+            if self._thread is None or not self._thread.is_alive():
+                self._thread = threading.Thread(target=self._run, name="mcp-tokens-analysis", daemon=True)
+                self._thread.start()
 
     def submit(self, exchange: Exchange) -> None:
-        handled = False  # queued, or handed to on_overflow: exactly one of the two, once
+        handled = False  # queued, or handed to on_skip: exactly one of the two, once
         try:
             IN_FLIGHT.discard(exchange)  # over, even if a path never called finish()
             weight = payload_chars(exchange.request) + payload_chars(exchange.response)
@@ -185,99 +255,337 @@ class AnalysisWorker:
             with self._condition:
                 accepted = (
                     not self._stopping
-                    and len(self._queue) < self._max_pending
+                    and len(self._queue) + len(self._sent) < self._max_pending
                     and self._pending_chars + weight <= self._max_pending_chars
                 )
                 if accepted:
                     self._queue.append((exchange, weight))
                     handled = True
                     self._pending_chars += weight
-                    self._condition.notify()
+                    if self._idle:
+                        self._condition.notify()
+                    if self._thread is None and self._started:  # in a forked child
+                        self.start()
             if not accepted:
                 handled = True
-                self._on_overflow(exchange)
+                self._on_skip(exchange, semconv.SKIP_OVERLOAD)
         except Exception:  # the caller's MCP call must never see our failure
             _logger.debug("mcp-tokens could not queue an exchange", exc_info=True)
             if not handled:
-                self._drop(exchange)
+                self._skip_quietly(exchange, semconv.SKIP_OVERLOAD)
 
-    def _drop(self, exchange: Exchange) -> None:
-        """An exchange we failed to queue still goes to `on_overflow`, which ends its span."""
-        try:
-            self._on_overflow(exchange)
-        except Exception:
-            _logger.debug("mcp-tokens could not drop an exchange", exc_info=True)
+    def wait_ready(self, timeout: float | None = None) -> bool:
+        """Wait until the analysis has its tokenizer loaded; whether it has."""
+        return self._ready.wait(timeout)
 
     def drain(self, timeout: float | None = None) -> bool:
-        """Wait until every queued exchange is processed; False on timeout."""
+        """Wait until every submitted exchange has been recorded or skipped; False on timeout."""
         deadline = None if timeout is None else time.monotonic() + timeout
         with self._condition:
-            while self._queue or self._busy:
+            while self._has_work():
                 remaining = None if deadline is None else deadline - time.monotonic()
                 if remaining is not None and remaining <= 0:
                     return False
-                self._condition.wait(remaining)
+                self._condition.wait(0.05 if remaining is None else min(remaining, 0.05))
         return True
 
     def stop(self, timeout: float = 5.0) -> None:
-        """Process what is queued (up to `timeout`), then stop; leftovers go to on_overflow."""
+        """Record what is in hand (up to `timeout`), then stop; leftovers are skipped."""
         self.drain(timeout)
         with self._condition:
             self._stopping = True
             leftovers = [exchange for exchange, _ in self._queue]
             self._queue.clear()
-            self._pending_chars = 0
             self._condition.notify_all()
+            thread = self._thread
         for exchange in leftovers:
-            self._on_overflow(exchange)
-        thread = self._thread
+            self._skip_quietly(exchange, semconv.SKIP_SHUTDOWN)
         if thread is not None and thread is not threading.current_thread():
             thread.join(timeout)
+        self._close_link()
 
     @property
     def pending(self) -> int:
-        return len(self._queue)
+        return len(self._queue) + len(self._sent)
 
-    def _lag_s(self, exchange: Exchange) -> float:
-        """How long ago the exchange's response completed (0 if it has not)."""
-        return max(0.0, (time.time_ns() - exchange.end_ns) / 1e9) if exchange.end_ns else 0.0
+    @property
+    def mode(self) -> str:
+        """Where the analysis runs: in a helper process, or on a thread."""
+        return self._mode
 
-    def _is_behind(self, lag_s: float) -> bool:
-        """Whether exact counting cannot keep up: an exchange waited `MAX_BACKLOG_S`, or the
-        queue holds half the characters it may (the queue's count bound is the overflow's)."""
-        return lag_s >= MAX_BACKLOG_S or 2 * self._pending_chars >= self._max_pending_chars
+    # --- the worker thread ----------------------------------------------------------------
+    def _has_work(self) -> bool:
+        return bool(self._queue or self._sent or self._sending or self._arrived or self._to_release)
 
     def _run(self) -> None:
-        lower_thread_priority()
+        used = 0.0
         while True:
             with self._condition:
-                while not self._queue and not self._stopping:
+                # Until the analysis reports ready, keep going: the link opens at once (the
+                # helper loads its tokenizer meanwhile) and its first message is read.
+                while not self._stopping and not self._has_work() and self._ready.is_set():
+                    self._idle = True
+                    self._condition.notify_all()  # drain() waiters
                     self._condition.wait()
-                if self._stopping and not self._queue:
-                    return
-                exchange, weight = self._queue.popleft()
-                self._busy = True
-                lag_s = self._lag_s(exchange)
-                behind = self._is_behind(lag_s)
-                may_wait = not behind and 2 * len(self._queue) < self._max_pending
-            # An exchange waits for calls in flight so long that it started MAX_LAG_S after
-            # its response, at most: the waits it already made in the queue count. With the
-            # queue half full it does not wait at all: waiting would fill it, and drop.
-            deferring_for(MAX_LAG_S - lag_s if may_wait else 0.0)
+                self._idle = False
+                if self._stopping:
+                    break
+            self._pause_before_round(used)
+            started = time.thread_time()
             try:
-                _wait_for_quiet()
-                (self._on_backlog if behind else self._process)(exchange)
+                self._round(started)
             except Exception:
-                _logger.debug("mcp-tokens analysis failed", exc_info=True)
-            finally:
-                with self._condition:
-                    self._pending_chars -= weight
-                    self._busy = False
-                    self._condition.notify_all()
-            if weight >= RELEASE_QUIETLY_CHARS:
-                # If this thread holds the last reference, dropping it frees the payload's
-                # objects with the GIL held (tens of ms for a million of them): not mid-call.
-                _wait_for_quiet()
-            del exchange  # now, not when the next exchange arrives
-            deferring_for(0.0)
-            yield_gil()
+                _logger.debug("mcp-tokens analysis round failed", exc_info=True)
+            used = time.thread_time() - started
+        self._abandon_sent(semconv.SKIP_SHUTDOWN)
+
+    def _pause_before_round(self, used: float) -> None:
+        deferral = self._deferral_s()
+        spacing = ROUND_S if deferral > 0 else BUSY_ROUND_S
+        time.sleep(max(spacing, BUSY_RATIO * used))
+        link = self._link
+        if link is None:  # waiting to restart the analysis
+            time.sleep(max(0.0, min(self._retry_at - time.monotonic(), 1.0)))
+            return
+        if self._link_full or not (self._queue or self._sending or self._arrived):
+            # Only answers to wait for (or a full pipe, which the helper empties before it
+            # answers): wake when they come, not every round.
+            link.wait(AWAIT_S)
+        deferral = self._deferral_s()
+        if deferral > 0:
+            IN_FLIGHT.wait_until_quiet(deferral)
+
+    def _deferral_s(self) -> float:
+        """How much longer the work in hand may wait for calls in flight: until `MAX_LAG_S`
+        after the oldest pending exchange's response, and not at all with the queue half
+        full (waiting would fill it). 0 means sustained load: work alongside the calls."""
+        with self._condition:
+            if 2 * (len(self._queue) + len(self._sent)) >= self._max_pending:
+                return 0.0
+            oldest = self._queue[0][0].end_ns if self._queue else 0
+            if self._sent:
+                first = next(iter(self._sent.values())).exchange.end_ns
+                oldest = min(oldest, first) if oldest else first
+        if not oldest:
+            return MAX_LAG_S
+        return MAX_LAG_S - (time.time_ns() - oldest) / 1e9
+
+    def _round(self, started: float) -> None:
+        link = self._current_link()
+        if link is None:
+            return
+        self._yielding = self._deferral_s() > 0
+        try:
+            self._arrived.extend(link.receive())
+            self._handle_arrived(started)
+            self._send(link, started)
+            self._release_payloads(started)
+        except LinkClosed as exc:
+            self._lose_link(link, str(exc))
+        if time.monotonic() >= self._next_expiry:
+            self._next_expiry = time.monotonic() + EXPIRY_EVERY_S
+            self._expire_sent()
+
+    def _current_link(self) -> Link | None:
+        if self._link is not None:
+            return self._link
+        if time.monotonic() < self._retry_at:
+            return None
+        try:
+            self._link = self._link_factory(self._settings, self._mode)
+        except Exception as exc:
+            self._link_failed(f"could not start ({exc})", started=False)
+        return self._link
+
+    def _lose_link(self, link: Link, reason: str) -> None:
+        self._close_link()
+        self._abandon_sent(semconv.SKIP_ERROR)
+        self._link_failed(reason, started=link.started)
+
+    def _link_failed(self, reason: str, *, started: bool) -> None:
+        if not started and self._mode == ANALYSIS_PROCESS:
+            _logger.warning("mcp-tokens: the analysis helper %s; analysing on a thread instead", reason)
+            self._mode = ANALYSIS_THREAD
+            return
+        self._failures += 1
+        pause = min(MAX_RESTART_PAUSE_S, RESTART_PAUSE_S * 2 ** (self._failures - 1))
+        self._retry_at = time.monotonic() + pause
+        _logger.warning("mcp-tokens: the analysis %s; restarting it in %.0f s", reason, pause)
+
+    def _close_link(self) -> None:
+        link, self._link = self._link, None
+        if link is not None:
+            with contextlib.suppress(Exception):
+                link.close()
+
+    def _handle_arrived(self, started: float) -> None:
+        arrived = self._arrived
+        while arrived and self._may_go_on(started):
+            message = arrived.popleft()
+            if isinstance(message, AnalystStatus):
+                self.status = message
+                self._failures = 0
+                self._ready.set()
+                continue
+            with self._condition:
+                sent = self._sent.pop(message.seq, None)
+                if sent is not None:
+                    self._pending_chars -= sent.weight
+            if sent is not None:  # else given up already
+                self._helper_cost.observe(message.analysis_s, sent.weight)
+                self._deliver(sent, message)
+
+    def _deliver(self, sent: _Sent, findings: Findings) -> None:
+        try:
+            self._on_findings(sent.exchange, findings, sent.send_s)
+        except Exception:
+            _logger.debug("mcp-tokens could not record an analysis", exc_info=True)
+
+    def _send(self, link: Link, started: float) -> None:
+        self._link_full = not (self._send_steps(link, started) and link.flush())
+
+    def _send_steps(self, link: Link, started: float) -> bool:
+        """Step through the queued exchanges' sending; False when the link is full."""
+        while self._may_go_on(started):
+            if self._sending is None:
+                item = self._take_queued()
+                if item is None:
+                    return True
+                if not self._yielding and not self._helper_share.take(self._helper_cost.of(item[1])):
+                    # Sustained load and the helper's share is spent: drop rather than compete.
+                    self._shed(*item)
+                    continue
+                self._sending = self._start_sending(link, *item)
+            sending = self._sending
+            cpu = time.thread_time()
+            step = next(sending.steps, None)
+            sent = self._sent.get(sending.seq)
+            if sent is not None:
+                sent.send_s += time.thread_time() - cpu
+            if step is False:
+                return False
+            if step is None:
+                self._sending = None
+                if sent is not None:
+                    sent.sent_at = time.monotonic()
+                    self._let_go(sent.exchange, sending.many_values)
+        return True
+
+    def _let_go(self, exchange: Exchange, many_values: bool) -> None:
+        """Drop our references to the payloads (the analysis has them now). Ours may be the
+        last: freeing a payload of many values holds the GIL for as long as it takes (about
+        10 ms per 100,000 objects), so such a payload is kept until a quiet round."""
+        if many_values:
+            self._to_release.append((exchange.request, exchange.response))
+        exchange.request = exchange.response = None
+
+    def _release_payloads(self, started: float) -> None:
+        """Free kept payloads: in a quiet moment, or one a round under sustained load."""
+        while self._to_release and (not self._yielding or self._may_go_on(started)):
+            self._to_release.popleft()
+            if not self._yielding:
+                return
+
+    def _may_go_on(self, started: float) -> bool:
+        """Within the round's CPU budget, and (while it may still wait) no call started."""
+        budget = ROUND_BUDGET_S if self._yielding else BUSY_ROUND_BUDGET_S
+        if time.thread_time() - started >= budget:
+            return False
+        return not (self._yielding and IN_FLIGHT.busy())
+
+    def _take_queued(self) -> tuple[Exchange, int] | None:
+        with self._condition:
+            return self._queue.popleft() if self._queue else None
+
+    def _shed(self, exchange: Exchange, weight: int) -> None:
+        with self._condition:
+            self._pending_chars -= weight
+        self._skip_quietly(exchange, semconv.SKIP_OVERLOAD)
+
+    def _start_sending(self, link: Link, exchange: Exchange, weight: int) -> _Sending:
+        with self._condition:
+            seq = self._next_seq
+            self._next_seq += 1
+            self._sent[seq] = _Sent(exchange, weight)
+            # Half the characters the queue may hold: exact counting is not keeping up.
+            behind = 2 * self._pending_chars >= self._max_pending_chars
+        job = job_of(exchange, seq, behind)
+        request = exchange.request if job.request_kind is not None else None
+        response = exchange.response if job.response_kind is not None else None
+        many_values = needs_slicing(request, response, by_chars=False)
+        return _Sending(seq, link.sender(job, request, response), many_values)
+
+    def _expire_sent(self) -> None:
+        """Give up findings that do not come back (a helper starved of CPU, or stuck)."""
+        cutoff = time.monotonic() - OUTSTANDING_TIMEOUT_S
+        expired: list[_Sent] = []
+        with self._condition:
+            while self._sent:
+                seq, sent = next(iter(self._sent.items()))
+                if not sent.sent_at or sent.sent_at > cutoff:
+                    break
+                del self._sent[seq]
+                self._pending_chars -= sent.weight
+                expired.append(sent)
+        for sent in expired:
+            self._skip_quietly(sent.exchange, semconv.SKIP_OVERLOAD)
+
+    def _abandon_sent(self, reason: str) -> None:
+        """The analysis will not answer for what it holds: skip all of it."""
+        with self._condition:
+            abandoned = list(self._sent.values())
+            self._sent.clear()
+            self._sending = None
+            self._arrived.clear()
+            self._pending_chars -= sum(sent.weight for sent in abandoned)
+            self._condition.notify_all()
+        for sent in abandoned:
+            self._skip_quietly(sent.exchange, reason)
+
+    def _skip_quietly(self, exchange: Exchange, reason: str) -> None:
+        try:
+            self._on_skip(exchange, reason)
+        except Exception:
+            _logger.debug("mcp-tokens could not skip an exchange", exc_info=True)
+
+    # --- fork -------------------------------------------------------------------------------
+    def _after_fork_in_child(self) -> None:
+        """The worker thread and the helper belong to the parent; what the parent had queued
+        is the parent's to record. Start afresh on the next exchange."""
+        link = self._link
+        started = self._started
+        mode = self._mode
+        if link is not None:
+            with contextlib.suppress(Exception):
+                link.forget()
+        self._reset_state()
+        self._mode = mode
+        self._started = started
+
+
+def job_of(exchange: Exchange, seq: int, behind: bool) -> Job:
+    return Job(
+        seq=seq,
+        side=exchange.side,
+        method=exchange.method,
+        target=exchange.target,
+        server_name=exchange.server_name,
+        error_type=exchange.error_type,
+        budget=exchange.budget,
+        end_ns=exchange.end_ns,
+        request_kind=exchange.request_kind,
+        response_kind=exchange.response_kind,
+        behind=behind,
+    )
+
+
+_WORKERS: weakref.WeakSet[AnalysisWorker] = weakref.WeakSet()
+
+
+def _reset_workers_in_child() -> None:
+    for worker in list(_WORKERS):
+        worker._after_fork_in_child()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_reset_workers_in_child)

@@ -1,0 +1,279 @@
+"""The analysis side: what one exchange's payloads are worth, in tokens.
+
+An `Analyst` owns everything the analysis needs and keeps between exchanges: the exact
+tokenizer (loaded on a thread at start), the analyzers, the bounded label folders and
+the budget-scope ledgers. It turns a `Job` (the facts of one finished exchange, without
+its span) and the exchange's wire payloads into `Findings`: tokens, overhead, risk and
+padding per payload, the folded label values, the budget snapshot. Findings are small
+and bounded whatever the payloads held (no per-block detail, at most one definition
+entry per label value), because the instrumented process reads them on its own time.
+
+It runs in the analysis helper process (helper.py), where it shares no GIL with the
+application, or, where no helper can be started, on a thread of the application.
+Nothing here imports the MCP SDK or the OpenTelemetry SDK.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from .config import Settings
+from .engine.analysis import Analysis, Analyzer, AnalyzerOptions, PayloadKind
+from .engine.compact import compact_json
+from .engine.estimate import EstimateTokenizer
+from .engine.ledger import BudgetLedger, BudgetSnapshot
+from .engine.tokenizer import TokenCounter, TokenizerLoader, TokenizerSpec
+from .exchange import BUDGETED_METHODS, BudgetRef, Side
+from .labels import LabelFolder, ServerLabels, clean_text
+
+_logger = logging.getLogger(__name__)
+
+# An exchange whose response completed this long before its analysis starts is estimated
+# instead of counted: exact counting has fallen that far behind (sustained overload).
+MAX_BACKLOG_S = 5.0
+
+
+@dataclass(frozen=True, slots=True)
+class Job:
+    """One finished exchange, as the analysis needs it (the span stays behind)."""
+
+    seq: int
+    side: Side
+    method: str
+    target: str | None
+    server_name: str | None
+    error_type: str | None
+    budget: BudgetRef | None
+    end_ns: int
+    request_kind: PayloadKind | None
+    response_kind: PayloadKind | None
+    # The sender's queue is half full: exact counting cannot keep up, estimate.
+    behind: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class Findings:
+    """What the analysis learned about one exchange (the answer to `Job` `seq`)."""
+
+    seq: int
+    server: str
+    target: str
+    request: Analysis | None = None
+    response: Analysis | None = None
+    budget: BudgetSnapshot | None = None
+    # tools/list only: definition tokens per (folded) tool label.
+    definitions: dict[str, int] | None = None
+    # Label values this exchange admitted, in order: (None, server name) or (server label,
+    # tool or prompt name); the instrumented process replays them to fold the same way.
+    admitted: tuple[tuple[str | None, str], ...] = ()
+    # CPU time of the analysis (the helper's thread, or the application's in thread mode).
+    analysis_s: float = 0.0
+    # Estimated rather than counted because the analysis was behind.
+    backlog: bool = False
+    # Opt-in content capture: the compact JSON of the request and the response, truncated.
+    content: tuple[str | None, str | None] = (None, None)
+    # Why the analysis failed (the exchange is then counted as skipped).
+    error: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class AnalystStatus:
+    """Sent once the tokenizer is loaded (or failed to load and fell back to the estimate)."""
+
+    encoding: str
+    exact: bool
+    error: str | None
+    loaded_ns: int
+
+
+def _no_pause() -> None:
+    return None
+
+
+class Analyst:
+    def __init__(
+        self,
+        settings: Settings,
+        *,
+        counting_threads: int | None = None,
+        chunk_chars: int = 1 << 20,
+        pause: Callable[[], None] = _no_pause,
+    ) -> None:
+        self.settings = settings
+        self.loader = TokenizerLoader(
+            TokenizerSpec(settings.encoding, settings.tokenizer_file, settings.tokenizer_pattern)
+        )
+        # One ledger per side: a process that is both the client and the server of a
+        # session (in-memory transports) must not charge one scope twice.
+        self.ledgers = {
+            side: BudgetLedger(
+                context_window=settings.context_window,
+                thresholds=settings.budget_thresholds,
+                max_scopes=settings.max_scopes,
+                idle_ttl=settings.scope_idle_ttl,
+            )
+            for side in Side
+        }
+        self.labels = ServerLabels(settings.max_label_values)
+        self._counting_threads = counting_threads
+        self._chunk_chars = chunk_chars
+        self._pause = pause
+        self._analyzer: Analyzer | None = None
+        self._estimator: Analyzer | None = None
+
+    def start(self) -> None:
+        self.loader.start()
+
+    def status(self) -> AnalystStatus:
+        """Waits for the tokenizer (call it from a thread that may wait)."""
+        counter = self.analyzer().counter
+        return AnalystStatus(counter.name, counter.exact, self.loader.error, self.loader.loaded_ns)
+
+    def analyzer(self) -> Analyzer:
+        if self._analyzer is None:
+            counter = TokenCounter(
+                self.loader.tokenizer(),
+                max_bytes=self.settings.max_bytes,
+                threads=self._counting_threads,
+                chunk_chars=self._chunk_chars,
+            )
+            self._analyzer = Analyzer(counter, self._options())
+        return self._analyzer
+
+    def estimator(self) -> Analyzer:
+        """For exchanges the analysis is too far behind on to count exactly: the
+        content-aware estimate costs a small fraction of tokenizing (engine/estimate.py)."""
+        if self._estimator is None:
+            # No cache: an estimate costs about what a lookup does, and a second cache would
+            # keep another 8 Mi characters of texts alive.
+            counter = TokenCounter(
+                EstimateTokenizer(), max_bytes=self.settings.max_bytes, threads=1, cache_entries=0
+            )
+            self._estimator = Analyzer(counter, self._options())
+        return self._estimator
+
+    def _options(self) -> AnalyzerOptions:
+        return AnalyzerOptions(
+            risk_thresholds=self.settings.risk_thresholds,
+            image_model=self.settings.image_model,
+            overhead_pattern=self.settings.overhead_pattern,
+            detect_padding=self.settings.padding,
+        )
+
+    # --- one exchange ----------------------------------------------------------------------
+    def analyse(self, job: Job, request: object, response: object) -> Findings:
+        """Never raises: a failure becomes `Findings.error`."""
+        started = time.thread_time()
+        try:
+            return self._analyse(job, request, response, started)
+        except Exception as exc:
+            _logger.debug("mcp-tokens could not analyse %s", job.method, exc_info=True)
+            return self.failed(job, type(exc).__name__, time.thread_time() - started)
+
+    def failed(self, job: Job, error: str, analysis_s: float = 0.0) -> Findings:
+        """The findings of an exchange that could not be analysed."""
+        server = self.labels.fold_server(job.server_name)
+        return Findings(
+            job.seq, server, self.labels.targets(server).fold(job.target), analysis_s=analysis_s, error=error
+        )
+
+    def _analyse(self, job: Job, request: object, response: object, started: float) -> Findings:
+        backlog = self._is_backlog(job)
+        analyzer = self.estimator() if backlog else self.analyzer()
+        request_analysis = _analyse_part(analyzer, job.request_kind, request)
+        self._pause()
+        response_analysis = _analyse_part(analyzer, job.response_kind, response)
+        self._pause()
+        admitted: list[tuple[str | None, str]] = []
+        server = self._server_label(job.server_name, admitted)
+        targets = self.labels.targets(server)
+        if response_analysis is not None and job.method == "tools/list":
+            for name, _ in response_analysis.tool_definitions:
+                _admit(targets, server, name, admitted)
+        if job.target and job.error_type is None:
+            _admit(targets, server, job.target, admitted)
+        budget = self._charge_budget(job, job.server_name or server, request_analysis, response_analysis)
+        listing = job.method == "tools/list"
+        return Findings(
+            seq=job.seq,
+            server=server,
+            target=targets.fold(job.target),
+            request=_summary(request_analysis),
+            response=_summary(response_analysis),
+            budget=budget,
+            definitions=_folded_definitions(response_analysis, targets) if listing else None,
+            admitted=tuple(admitted),
+            analysis_s=time.thread_time() - started,
+            backlog=backlog,
+            content=self._content(job, request, response),
+        )
+
+    def _is_backlog(self, job: Job) -> bool:
+        """Whether to estimate: the sender is behind, or the exchange waited `MAX_BACKLOG_S`.
+        Exchanges that waited for the tokenizer to load are counted (start-up is not
+        overload), and without an exact tokenizer there is nothing cheaper to fall back to."""
+        loaded_ns = self.loader.loaded_ns
+        if loaded_ns == 0 or job.end_ns < loaded_ns or not self.analyzer().counter.exact:
+            return False
+        return job.behind or time.time_ns() - job.end_ns >= MAX_BACKLOG_S * 1e9
+
+    def _server_label(self, name: str | None, admitted: list[tuple[str | None, str]]) -> str:
+        if name and self.labels.servers.admit(name):
+            admitted.append((None, name))
+        return self.labels.fold_server(name)
+
+    def _charge_budget(
+        self, job: Job, server: str, request: Analysis | None, response: Analysis | None
+    ) -> BudgetSnapshot | None:
+        ref = job.budget
+        if ref is None or job.method not in BUDGETED_METHODS:
+            return None
+        ledger = self.ledgers[job.side]
+        if job.method == "tools/list" and response is not None:
+            return ledger.set_definitions(ref.key, server, response.tokens, context_window=ref.context_window)
+        tokens = sum(a.tokens for a in (request, response) if a is not None)
+        return ledger.add(ref.key, tokens, context_window=ref.context_window)
+
+    def _content(self, job: Job, request: object, response: object) -> tuple[str | None, str | None]:
+        if not self.settings.capture_content or job.method != "tools/call":
+            return (None, None)
+        return (self._captured(request), self._captured(response))
+
+    def _captured(self, payload: object) -> str | None:
+        if payload is None:
+            return None
+        try:
+            return clean_text(compact_json(payload), self.settings.content_max_chars)
+        except (ValueError, TypeError, RecursionError):
+            return None
+
+
+def _admit(folder: LabelFolder, server: str, name: str, admitted: list[tuple[str | None, str]]) -> None:
+    if folder.admit(name):
+        admitted.append((server, name))
+
+
+def _analyse_part(analyzer: Analyzer, kind: PayloadKind | None, payload: object) -> Analysis | None:
+    if kind is None or payload is None:
+        return None
+    return analyzer.analyze(kind, payload)
+
+
+def _summary(analysis: Analysis | None) -> Analysis | None:
+    """The analysis without its per-block detail: the telemetry reads totals only."""
+    return None if analysis is None else dataclasses.replace(analysis, blocks=())
+
+
+def _folded_definitions(response: Analysis | None, targets: LabelFolder) -> dict[str, int] | None:
+    """Definition tokens per tool label; tools folded into `_OTHER` add up there."""
+    if response is None:
+        return None
+    definitions: dict[str, int] = {}
+    for name, tokens in response.tool_definitions:
+        label = targets.fold(name)
+        definitions[label] = definitions.get(label, 0) + tokens
+    return definitions

@@ -1,0 +1,139 @@
+"""The analysis side (analyst.py): findings from jobs, backlog estimates, labels, content."""
+
+from __future__ import annotations
+
+import pickle
+import time
+from typing import Any
+
+import pytest
+from opentelemetry.instrumentation.mcp_tokens import analyst as analyst_module
+from opentelemetry.instrumentation.mcp_tokens import semconv
+from opentelemetry.instrumentation.mcp_tokens.analyst import Analyst, Job
+from opentelemetry.instrumentation.mcp_tokens.config import Settings
+from opentelemetry.instrumentation.mcp_tokens.engine.analysis import PayloadKind
+from opentelemetry.instrumentation.mcp_tokens.exchange import BudgetRef, Side
+from opentelemetry.instrumentation.mcp_tokens.labels import ServerLabels
+
+TEXT = "The quarterly report lists revenue by region and product line. " * 40
+
+
+def job(seq: int = 1, *, method: str = "tools/call", ended_ago_s: float = 0.0, **fields: Any) -> Job:
+    values: dict[str, Any] = {
+        "seq": seq,
+        "side": Side.SERVER,
+        "method": method,
+        "target": "report" if method == "tools/call" else None,
+        "server_name": "crm",
+        "error_type": None,
+        "budget": None,
+        "end_ns": time.time_ns() - int(ended_ago_s * 1e9),
+        "request_kind": PayloadKind.TOOL_ARGUMENTS if method == "tools/call" else None,
+        "response_kind": {"tools/call": PayloadKind.TOOL_RESULT, "tools/list": PayloadKind.TOOL_LIST}[method],
+    }
+    values.update(fields)
+    return Job(**values)
+
+
+def result(text: str = TEXT) -> dict[str, Any]:
+    return {"content": [{"type": "text", "text": text}]}
+
+
+@pytest.fixture(scope="module")
+def ready() -> Analyst:
+    analyst = Analyst(Settings())
+    analyst.start()
+    assert analyst.status().exact
+    return analyst
+
+
+def test_an_exchange_the_analysis_is_far_behind_on_is_estimated(
+    ready: Analyst, monkeypatch: pytest.MonkeyPatch, o200k: Any
+) -> None:
+    monkeypatch.setattr(analyst_module, "MAX_BACKLOG_S", 0.3)
+    time.sleep(0.35)  # so that an exchange can have ended 0.3 s ago, after the tokenizer loaded
+    fresh = ready.analyse(job(1), None, result())
+    late = ready.analyse(job(2, ended_ago_s=0.32), None, result())
+    pushed = ready.analyse(job(3, behind=True), None, result())
+    exact = len(o200k.encode_ordinary(TEXT))
+    assert fresh.response is not None and fresh.response.exact and fresh.response.tokens == exact
+    assert not fresh.backlog
+    for estimated in (late, pushed):
+        assert estimated.backlog and estimated.response is not None
+        assert estimated.response.encoding == "estimate" and not estimated.response.exact
+        assert estimated.response.tokens == pytest.approx(exact, rel=0.25)  # the estimate's bound for prose
+
+
+def test_exchanges_that_waited_for_the_tokenizer_to_load_are_counted_exactly() -> None:
+    analyst = Analyst(Settings())
+    queued = job(1, ended_ago_s=10 * analyst_module.MAX_BACKLOG_S, behind=True)  # before the load
+    analyst.start()
+    findings = analyst.analyse(queued, None, result())
+    assert 0 < analyst.loader.loaded_ns <= time.time_ns()
+    assert not findings.backlog and findings.response is not None and findings.response.exact
+
+
+def test_replaying_the_admissions_folds_every_name_alike(ready: Analyst) -> None:
+    listing = {"tools": [{"name": f"tool_{i}", "inputSchema": {"type": "object"}} for i in range(250)]}
+    findings = [
+        ready.analyse(job(1, method="tools/list", server_name="alpha"), None, listing),
+        ready.analyse(job(2, target="tool_7", server_name="alpha"), None, result("x")),
+        ready.analyse(job(3, target="not_listed", server_name="beta"), None, result("x")),
+        ready.analyse(
+            job(4, target="failed", server_name="beta", error_type="tool_error"), None, result("x")
+        ),
+    ]
+    mirror = ServerLabels(Settings().max_label_values)
+    for found in findings:
+        mirror.replay(found.admitted)
+    for name in ("tool_0", "tool_199", "tool_200", "tool_249", "not_listed", "failed", None):
+        for server in ("alpha", "beta"):
+            label = mirror.fold_server(server)
+            assert label == ready.labels.fold_server(server)
+            assert mirror.targets(label).fold(name) == ready.labels.targets(label).fold(name)
+    # A listing's definitions fold into at most one entry per label value.
+    definitions = findings[0].definitions
+    assert definitions is not None and len(definitions) == 201
+    assert definitions[semconv.OTHER_VALUE] > 0
+
+
+def test_findings_stay_small_whatever_the_payload(ready: Analyst) -> None:
+    listing = {"tools": [{"name": f"t{i}", "inputSchema": {"type": "object"}} for i in range(20_000)]}
+    findings = ready.analyse(job(1, method="tools/list", server_name="huge"), None, listing)
+    assert findings.response is not None and findings.response.blocks == ()
+    assert findings.response.block_count == 20_000
+    assert len(pickle.dumps(findings)) < 20_000
+
+
+def test_budget_scopes_are_charged_per_side(ready: Analyst) -> None:
+    scope = BudgetRef("conversation-7", 10_000)
+    first = ready.analyse(job(1, budget=scope), {"name": "report", "arguments": {}}, result())
+    second = ready.analyse(job(2, budget=scope), {"name": "report", "arguments": {}}, result())
+    client = ready.analyse(job(3, budget=scope, side=Side.CLIENT), None, result())
+    assert first.budget is not None and second.budget is not None and client.budget is not None
+    assert second.budget.used == 2 * first.budget.used
+    assert client.budget.used < first.budget.used  # the client side has its own ledger
+
+
+def test_content_is_captured_only_when_asked_and_cut(o200k: Any) -> None:
+    off = Analyst(Settings())
+    on = Analyst(Settings(capture_content=True, content_max_chars=40))
+    request = {"name": "report", "arguments": {"region": "west\ud800"}}
+    assert off.analyse(job(1), request, result()).content == (None, None)
+    arguments, response = on.analyse(job(1), request, result()).content
+    assert arguments == '{"name":"report","arguments":{"region":"west?"}}'[:40]
+    assert response is not None and len(response) == 40
+    listing = on.analyse(job(2, method="tools/list"), None, {"tools": []})
+    assert listing.content == (None, None)  # only tool calls carry content
+
+
+def test_an_analysis_that_fails_says_so_instead_of_raising(
+    ready: Analyst, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def broken(*args: Any, **kwargs: Any) -> Any:
+        raise RuntimeError("ours")
+
+    monkeypatch.setattr(ready, "_charge_budget", broken)
+    findings = ready.analyse(job(9), None, result())
+    assert findings.error == "RuntimeError" and findings.seq == 9
+    assert findings.server == "crm" and findings.response is None

@@ -1,0 +1,235 @@
+"""The analysis helper process (helper.py), for real: started, fed, starved, killed."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import textwrap
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from opentelemetry.instrumentation.mcp_tokens.analyst import Analyst, AnalystStatus, Findings, Job
+from opentelemetry.instrumentation.mcp_tokens.config import Settings
+from opentelemetry.instrumentation.mcp_tokens.engine.analysis import PayloadKind
+from opentelemetry.instrumentation.mcp_tokens.exchange import Side
+from opentelemetry.instrumentation.mcp_tokens.helper import (
+    LinkClosed,
+    ProcessLink,
+    ThreadLink,
+    helper_command,
+)
+
+linux_only = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="Linux scheduling and /proc")
+
+
+def job(seq: int, method: str = "tools/call") -> Job:
+    return Job(
+        seq=seq,
+        side=Side.SERVER,
+        method=method,
+        target="report" if method == "tools/call" else None,
+        server_name="crm",
+        error_type=None,
+        budget=None,
+        end_ns=time.time_ns(),
+        request_kind=PayloadKind.TOOL_ARGUMENTS if method == "tools/call" else None,
+        response_kind=PayloadKind.TOOL_RESULT if method == "tools/call" else PayloadKind.TOOL_LIST,
+    )
+
+
+def send(
+    link: ProcessLink | ThreadLink, item: Job, request: object, response: object, timeout: float = 30
+) -> None:
+    deadline = time.monotonic() + timeout
+    for step in link.sender(item, request, response):
+        if step is False:
+            assert time.monotonic() < deadline, "the helper does not read its jobs"
+            time.sleep(0.001)
+
+
+def receive(
+    link: ProcessLink | ThreadLink, count: int, timeout: float = 60
+) -> list[Findings | AnalystStatus]:
+    got: list[Findings | AnalystStatus] = []
+    deadline = time.monotonic() + timeout
+    while len(got) < count:
+        assert time.monotonic() < deadline, f"only {got!r} arrived"
+        got.extend(link.receive())
+        time.sleep(0.005)
+    return got
+
+
+@pytest.fixture
+def link() -> Iterator[ProcessLink]:
+    opened = ProcessLink(Settings())
+    try:
+        yield opened
+    finally:
+        opened.close()
+
+
+def test_the_helper_finds_what_the_analysis_on_a_thread_finds(link: ProcessLink) -> None:
+    payloads = [
+        (
+            {"name": "report", "arguments": {"q": "west"}},
+            {"content": [{"type": "text", "text": "rows " * 3000}]},
+        ),
+        (
+            {"name": "report", "arguments": {}},
+            {
+                "content": [{"type": "text", "text": "\u200b" * 500 + "pad " * 800 + "z\ud800"}],
+                "structuredContent": {"rows": [{"id": i, "v": "é" * 5} for i in range(300)]},
+            },
+        ),
+        (None, {"tools": [{"name": f"t{i}", "inputSchema": {"type": "object"}} for i in range(50)]}),
+    ]
+    jobs = [job(1), job(2), job(3, "tools/list")]
+    for item, (request, response) in zip(jobs, payloads, strict=True):
+        send(link, item, request, response)
+    messages = receive(link, 4)
+    status = messages[0]
+    assert isinstance(status, AnalystStatus) and status.exact and status.encoding == "o200k_base"
+    assert link.started
+    local = Analyst(Settings())
+    local.start()
+    expected = [
+        local.analyse(item, request, response)
+        for item, (request, response) in zip(jobs, payloads, strict=True)
+    ]
+    found = [m for m in messages if isinstance(m, Findings)]
+    assert [f.seq for f in found] == [1, 2, 3]
+    for got, want in zip(found, expected, strict=True):
+        assert got.request == want.request and got.response == want.response
+        assert got.definitions == want.definitions and got.admitted == want.admitted
+    assert found[1].response is not None and {p.reason.value for p in found[1].response.padding} >= {
+        "invisible"
+    }
+
+
+def test_a_large_payload_crosses_in_pieces_and_is_counted_exactly(link: ProcessLink, o200k) -> None:  # type: ignore[no-untyped-def]
+    text = "".join(f"line {i}: value={i * 7}\n" for i in range(150_000))  # about 3 MB
+    send(link, job(1), None, {"content": [{"type": "text", "text": text}]})
+    [*_, findings] = receive(link, 2)
+    assert isinstance(findings, Findings) and findings.response is not None
+    assert findings.response.exact and findings.response.tokens == len(o200k.encode_ordinary(text))
+
+
+@linux_only
+def test_the_helper_runs_at_the_lowest_priority_in_a_session_of_its_own(link: ProcessLink) -> None:
+    receive(link, 1)
+    assert os.getpriority(os.PRIO_PROCESS, link.pid) == 19
+    assert os.getsid(link.pid) == link.pid != os.getsid(0)
+
+
+def test_the_helper_exits_when_its_stdin_closes(link: ProcessLink) -> None:
+    receive(link, 1)
+    pid = link.pid
+    link.close()
+    with pytest.raises(ProcessLookupError):
+        for _ in range(200):
+            os.kill(pid, 0)
+            time.sleep(0.01)
+
+
+def test_a_killed_helper_is_reported_as_closed(link: ProcessLink) -> None:
+    receive(link, 1)
+    os.kill(link.pid, 9)
+    deadline = time.monotonic() + 10
+    with pytest.raises(LinkClosed):
+        while time.monotonic() < deadline:
+            link.receive()
+            time.sleep(0.01)
+    with pytest.raises(LinkClosed):
+        send(link, job(1), None, {"content": [{"type": "text", "text": "x" * (1 << 20)}]})
+
+
+def test_the_helper_is_not_instrumented_by_what_the_parent_was_launched_with(tmp_path: Path) -> None:
+    """opentelemetry-instrument puts a sitecustomize on PYTHONPATH; the helper must not run
+    it (it would instrument the helper, which would start a helper...)."""
+    script = textwrap.dedent(
+        """
+        import os, sys, time
+        from opentelemetry.instrumentation.mcp_tokens.config import Settings
+        from opentelemetry.instrumentation.mcp_tokens.helper import ProcessLink
+        print(os.getpid())
+        link = ProcessLink(Settings())
+        deadline = time.monotonic() + 60
+        while not link.started and time.monotonic() < deadline:
+            link.receive()
+            time.sleep(0.01)
+        print("started" if link.started else "not started")
+        link.close()
+        """
+    )
+    marks = tmp_path / "ran"
+    (tmp_path / "sitecustomize.py").write_text(
+        f"import os\nwith open({str(marks)!r}, 'a') as f:\n    f.write(str(os.getpid()) + '\\n')\n"
+    )
+    env = {**os.environ, "PYTHONPATH": str(tmp_path)}
+    parent = subprocess.run(
+        [sys.executable, "-c", script],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    pid, outcome = parent.stdout.split()
+    assert outcome == "started", parent.stderr
+    assert marks.read_text().split() == [pid]  # the parent ran it, the helper did not
+
+
+def test_the_command_names_this_interpreter_and_this_path() -> None:
+    command = helper_command()
+    assert command[0] == sys.executable and command[1] == "-I"
+    assert "auto_instrumentation" not in command[-1]
+
+
+def test_the_helper_exits_when_the_instrumented_process_dies() -> None:
+    script = textwrap.dedent(
+        """
+        import os, sys, time
+        from opentelemetry.instrumentation.mcp_tokens.config import Settings
+        from opentelemetry.instrumentation.mcp_tokens.helper import ProcessLink
+        link = ProcessLink(Settings())
+        print(link.pid, flush=True)
+        time.sleep(60)
+        """
+    )
+    parent = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, text=True)
+    try:
+        assert parent.stdout is not None
+        helper_pid = int(parent.stdout.readline())
+        parent.kill()
+        parent.wait(10)
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            try:
+                os.kill(helper_pid, 0)
+            except ProcessLookupError:
+                return
+            time.sleep(0.05)
+        pytest.fail("the helper outlived the process that started it")
+    finally:
+        parent.kill()
+
+
+def test_the_thread_link_answers_like_the_helper() -> None:
+    link = ThreadLink(Settings())
+    try:
+        send(
+            link,
+            job(5),
+            {"name": "report", "arguments": {}},
+            {"content": [{"type": "text", "text": "hello"}]},
+        )
+        messages = receive(link, 2)
+        assert isinstance(messages[0], AnalystStatus)
+        findings = messages[1]
+        assert isinstance(findings, Findings) and findings.seq == 5
+        assert findings.response is not None and findings.response.exact
+    finally:
+        link.close()
