@@ -12,6 +12,7 @@ import os
 import sys
 import threading
 import time
+import weakref
 from collections import deque
 from collections.abc import Callable, Iterator
 from typing import Any
@@ -550,3 +551,90 @@ def test_only_a_response_that_still_crosses_a_transport_settles_at_transport_pac
     assert arrived == pytest.approx(SETTLE_S + megabyte / ARRIVED_SETTLE_CHARS_PER_S)
     assert arrived < leaving / 5
     assert settle_seconds(1 << 30, True) == settle_seconds(1 << 30, False) == MAX_SETTLE_S
+
+
+class Marker:
+    """A value whose lifetime a weak reference can watch (plain JSON values cannot be)."""
+
+    def __str__(self) -> str:
+        return "marker"
+
+
+class CallStartingLink(ScriptedLink):
+    """A scripted link during whose sending an MCP call starts (and stays in flight)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.call: Exchange | None = None
+
+    def sender(self, job: Job, request: object, response: object) -> Iterator[bool]:
+        yield from super().sender(job, request, response)
+        self.call = Exchange(Side.CLIENT, "tools/call", target="busy")
+
+
+def test_a_payload_of_many_values_is_freed_in_a_quiet_round() -> None:
+    recorded, link = Recorded(), CallStartingLink()
+    worker = make_worker([link], recorded)
+    try:
+        assert worker.wait_ready(5)
+        marker = Marker()
+        watch = weakref.ref(marker)
+        listing = Exchange(Side.CLIENT, "tools/list")
+        tools = [{"name": f"t{i}", "inputSchema": {}} for i in range(5000)]
+        listing.finish({"tools": tools, "m": marker})
+        del marker, tools
+        worker.submit(listing)
+        assert wait_for(lambda: link.call is not None and len(recorded.findings) == 1)
+        link.payloads.clear()  # the scripted link's own copy
+        time.sleep(0.2)
+        assert watch() is not None, "freed while a call was in flight"
+        assert link.call is not None
+        link.call.finish(None)
+        assert wait_for(lambda: watch() is None), "never freed"
+    finally:
+        if link.call is not None:
+            link.call.finish(None)
+        worker.stop()
+
+
+def test_a_payload_of_few_values_is_freed_at_once() -> None:
+    recorded, link = Recorded(), CallStartingLink()
+    worker = make_worker([link], recorded)
+    try:
+        assert worker.wait_ready(5)
+        marker = Marker()
+        watch = weakref.ref(marker)
+        listing = Exchange(Side.CLIENT, "tools/list")
+        listing.finish({"tools": [{"name": "t", "inputSchema": {}}], "m": marker})
+        del marker
+        worker.submit(listing)
+        assert wait_for(lambda: link.call is not None and len(recorded.findings) == 1)
+        link.payloads.clear()
+        assert wait_for(lambda: watch() is None), "kept although freeing it is cheap"
+    finally:
+        if link.call is not None:
+            link.call.finish(None)
+        worker.stop()
+
+
+def test_a_kept_payload_is_freed_under_sustained_load(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(worker_module, "MAX_KEEP_S", 0.3)
+    recorded, link = Recorded(), CallStartingLink()
+    worker = make_worker([link], recorded)
+    try:
+        assert worker.wait_ready(5)
+        marker = Marker()
+        watch = weakref.ref(marker)
+        listing = Exchange(Side.CLIENT, "tools/list")
+        tools = [{"name": f"t{i}", "inputSchema": {}} for i in range(5000)]
+        listing.finish({"tools": tools, "m": marker})
+        del marker, tools
+        worker.submit(listing)
+        assert wait_for(lambda: link.call is not None and len(recorded.findings) == 1)
+        link.payloads.clear()
+        assert wait_for(lambda: watch() is None), "kept past MAX_KEEP_S while a call was in flight"
+        assert link.call is not None and not link.call.end_ns  # still in flight
+    finally:
+        if link.call is not None:
+            link.call.finish(None)
+        worker.stop()

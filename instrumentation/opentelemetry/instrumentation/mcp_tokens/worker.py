@@ -74,6 +74,11 @@ AWAIT_S = 0.05
 # How long after its response an exchange's sending and recording may still wait for the
 # process's MCP calls in flight (a burst shorter than this is handled after it).
 MAX_LAG_S = 1.0
+# Payloads of many values kept to be freed in a quiet round, at most (memory stays bounded;
+# beyond it they are freed at once), and for how long before they are freed one a round
+# whether calls are in flight or not (sustained load has no quiet round).
+MAX_KEPT_PAYLOADS = 8
+MAX_KEEP_S = 5.0
 # Under sustained load, the share of a core the helper's analysis may take (and how much
 # CPU time it may bank while idle): past it, exchanges are dropped and counted.
 HELPER_SHARE = 0.1
@@ -219,7 +224,8 @@ class AnalysisWorker:
         self._sent: OrderedDict[int, _Sent] = OrderedDict()
         self._sending: _Sending | None = None
         self._arrived: deque[Message] = deque()
-        self._to_release: deque[tuple[object, object]] = deque()
+        # (time.monotonic() when kept, request, response)
+        self._to_release: deque[tuple[float, object, object]] = deque()
         self._pending_chars = 0
         self._next_seq = 0
         self._idle = True
@@ -475,16 +481,21 @@ class AnalysisWorker:
         """Drop our references to the payloads (the analysis has them now). Ours may be the
         last: freeing a payload of many values holds the GIL for as long as it takes (about
         10 ms per 100,000 objects), so such a payload is kept until a quiet round."""
-        if many_values:
-            self._to_release.append((exchange.request, exchange.response))
+        if many_values and len(self._to_release) < MAX_KEPT_PAYLOADS:
+            self._to_release.append((time.monotonic(), exchange.request, exchange.response))
         exchange.request = exchange.response = None
 
     def _release_payloads(self, started: float) -> None:
-        """Free kept payloads: in a quiet moment, or one a round under sustained load."""
-        while self._to_release and (not self._yielding or self._may_go_on(started)):
-            self._to_release.popleft()
-            if not self._yielding:
+        """Free kept payloads while no call is in flight (and within the round's budget);
+        one a round once the oldest has been kept `MAX_KEEP_S`."""
+        kept = self._to_release
+        while kept:
+            if time.monotonic() - kept[0][0] >= MAX_KEEP_S:
+                kept.popleft()
                 return
+            if time.thread_time() - started >= ROUND_BUDGET_S or IN_FLIGHT.busy():
+                return
+            kept.popleft()
 
     def _may_go_on(self, started: float) -> bool:
         """Within the round's CPU budget, and (while it may still wait) no call started."""
