@@ -48,6 +48,7 @@ import json
 import math
 import os
 import platform
+import random
 import statistics
 import sys
 import tempfile
@@ -58,6 +59,7 @@ from pathlib import Path
 from typing import Any
 
 from opentelemetry.instrumentation.mcp_tokens.engine.tokenizer import load_bundled_encoding
+from opentelemetry.instrumentation.mcp_tokens.worker import MAX_LAG_S
 
 from ._clients import TRANSPORTS, Caller, connect
 from .engine import json_payload
@@ -105,12 +107,18 @@ class Cell:
     transport: str
     plan: Plan
     think_s: float
-    samples: dict[str, list[float]] = field(default_factory=lambda: {v: [] for v in VARIANTS})
-    # Tool responses the instrumented variant counted exactly / estimated (both sides).
+    # Call times per block, per variant (block i of each variant ran in round i).
+    blocks: dict[str, list[list[float]]] = field(default_factory=lambda: {v: [] for v in VARIANTS})
+    # Tool responses of the instrumented variant (both sides): counted exactly, estimated
+    # (backlog), dropped (overload: by design only under sustained load).
     exact: int = 0
     estimated: int = 0
+    dropped: int = 0
     failures: list[str] = field(default_factory=list)
     drain_s: float = 0.0  # longest wait for the workers after an instrumented block
+
+    def samples(self, variant: str) -> list[float]:
+        return [sample for block in self.blocks[variant] for sample in block]
 
     def stats(self) -> dict[str, Any]:
         result: dict[str, Any] = {
@@ -120,7 +128,7 @@ class Cell:
             "think_ms": round(self.think_s * 1000, 3),
         }
         for variant in VARIANTS:
-            samples = self.samples[variant]
+            samples = self.samples(variant)
             result[variant] = {
                 "n": len(samples),
                 "median_ms": _ms(statistics.median(samples)) if samples else None,
@@ -131,11 +139,37 @@ class Cell:
             result["median_ratio"] = round(after["median_ms"] / before["median_ms"], 4)
             result["median_added_ms"] = round(after["median_ms"] - before["median_ms"], 3)
             result["p99_added_ms"] = round(after["p99_ms"] - before["p99_ms"], 3)
+            low, high = p99_added_interval(self.blocks["uninstrumented"], self.blocks["instrumented"])
+            result["p99_added_interval_ms"] = [_ms(low), _ms(high)]
         result["max_drain_s"] = round(self.drain_s, 3)
-        counted = self.exact + self.estimated
-        result["exact_share"] = round(self.exact / counted, 4) if counted else None
+        analysed = self.exact + self.estimated + self.dropped
+        for name, count in (("exact", self.exact), ("estimated", self.estimated), ("dropped", self.dropped)):
+            result[f"{name}_share"] = round(count / analysed, 4) if analysed else None
         result["checks"] = "ok" if not self.failures else self.failures
         return result
+
+
+def p99_added_interval(
+    before: list[list[float]], after: list[list[float]], resamples: int = 1000, seed: int = 1
+) -> tuple[float, float]:
+    """A 90% interval for p99(I) - p99(U), from resampling rounds (a round's U and I blocks
+    together, with replacement): how far this statistic moves with which blocks ran when,
+    the machine's own drift included."""
+    rounds = min(len(before), len(after))
+    if rounds < 2:
+        value = percentile([x for b in after for x in b], 0.99) - percentile(
+            [x for b in before for x in b], 0.99
+        )
+        return value, value
+    generator = random.Random(seed)
+    added = []
+    for _ in range(resamples):
+        picked = [generator.randrange(rounds) for _ in range(rounds)]
+        u = [x for index in picked for x in before[index]]
+        i = [x for index in picked for x in after[index]]
+        added.append(percentile(i, 0.99) - percentile(u, 0.99))
+    added.sort()
+    return added[int(0.05 * resamples)], added[int(0.95 * resamples) - 1]
 
 
 def percentile(samples: list[float], q: float) -> float:
@@ -191,7 +225,8 @@ class Bench:
             text = await call(PAYLOAD_TOOL, arguments)
             if len(text) != cell.size:
                 raise RuntimeError(f"the server returned {len(text)} characters, not {cell.size}")
-        samples = cell.samples[variant]
+        samples: list[float] = []
+        cell.blocks[variant].append(samples)
         for _ in range(cell.plan.calls):
             started = time.perf_counter()
             await call(PAYLOAD_TOOL, arguments)
@@ -201,7 +236,9 @@ class Bench:
 
     async def _check(self, call: Caller, cell: Cell) -> None:
         """Every call of the block, on each instrumented side, counted exactly, or estimated
-        because the worker fell behind (`backlog`, counted as such); nothing dropped."""
+        because the analysis fell behind (`backlog`, counted as such), or, only when calls
+        went on back to back for longer than the analysis may wait for them, dropped
+        (`overload`, counted as such)."""
         calls = cell.plan.warmup + cell.plan.calls
         summaries = {"client": self.telemetry.summary()}
         if cell.transport == "stdio":
@@ -214,14 +251,18 @@ class Bench:
             found = summary.get("payload", {}).get(side, {"sum": 0, "count": 0})
             estimated = int(summary.get("estimated", {}).get(side, 0))
             exact = int(found["count"])
+            skipped = dict(summary.get("skipped", {}).get(side, {}))
+            dropped = int(skipped.pop("overload", 0))
             cell.exact += exact
             cell.estimated += estimated
-            skipped = summary.get("skipped", {}).get(side, {})
+            cell.dropped += dropped
             problems = []
             if not summary.get("drained"):
                 problems.append("worker did not drain")
-            if exact + estimated != calls:
-                problems.append(f"{exact} exact + {estimated} estimated payloads != {calls} calls")
+            if exact + estimated + dropped != calls:
+                problems.append(f"{exact} exact + {estimated} estimated + {dropped} dropped != {calls} calls")
+            if dropped and not self._sustained(cell):
+                problems.append(f"{dropped} dropped (overload) though calls were not sustained")
             if found["sum"] != tokens * exact:
                 problems.append(f"exact payloads sum to {found['sum']}, not {tokens} x {exact}")
             # An estimated call is two payloads: its arguments and its result.
@@ -231,6 +272,13 @@ class Bench:
             if span_exact != exact:
                 problems.append(f"{span_exact} spans carry the exact count, not {exact}")
             cell.failures.extend(f"{side}: {problem}" for problem in problems)
+
+    @staticmethod
+    def _sustained(cell: Cell) -> bool:
+        """Whether the block's calls went on back to back for longer than the analysis
+        waits for calls in flight (worker.MAX_LAG_S): then it may drop (sustained load)."""
+        block = cell.blocks["instrumented"][-1] if cell.blocks["instrumented"] else []
+        return cell.think_s == 0 and sum(block) > MAX_LAG_S
 
 
 def prepare_payloads(payload_dir: Path, sizes: list[int]) -> dict[int, int]:
@@ -284,22 +332,29 @@ def table(results: list[dict[str, Any]]) -> str:
     header = (
         f"| {'payload':<7} | {'transport':<9} | {'pause ms':>8} | {'n':>9} | {'median U ms':>11} "
         f"| {'median I ms':>11} | {'ratio':>6} | {'p99 U ms':>9} | {'p99 I ms':>9} "
-        f"| {'p99 added ms':>12} | {'exact':>6} | checks |"
+        f"| {'p99 added ms':>12} | {'90% interval':>15} | {'exact':>6} | {'est.':>5} "
+        f"| {'dropped':>7} | checks |"
     )
     lines = [header, "|" + "|".join("-" * (len(part)) for part in header.split("|")[1:-1]) + "|"]
     for r in results:
         before, after = r["uninstrumented"], r["instrumented"]
         counts = f"{before['n']}/{after['n']}"
-        share = r.get("exact_share")
+        interval = r.get("p99_added_interval_ms")
+        interval_text = "-" if interval is None else f"{interval[0]:.2f} .. {interval[1]:.2f}"
         lines.append(
             f"| {r['size']:<7} | {r['transport']:<9} | {r['think_ms']:>8g} | {counts:>9} "
             f"| {_fmt(before['median_ms']):>11} | {_fmt(after['median_ms']):>11} "
             f"| {_fmt(r.get('median_ratio'), 3):>6} "
             f"| {_fmt(before['p99_ms']):>9} | {_fmt(after['p99_ms']):>9} "
-            f"| {_fmt(r.get('p99_added_ms')):>12} | {'-' if share is None else f'{share:.0%}':>6} "
+            f"| {_fmt(r.get('p99_added_ms')):>12} | {interval_text:>15} | {_share(r.get('exact_share')):>6} "
+            f"| {_share(r.get('estimated_share')):>5} | {_share(r.get('dropped_share')):>7} "
             f"| {'ok' if r['checks'] == 'ok' else 'FAIL'} |"
         )
     return "\n".join(lines)
+
+
+def _share(value: float | None) -> str:
+    return "-" if value is None else f"{value:.0%}"
 
 
 def _fmt(value: float | None, digits: int = 2) -> str:
@@ -387,7 +442,9 @@ def main(argv: list[str] | None = None) -> int:
             print("A/A run: I is uninstrumented too (the machine's noise floor for these statistics)")
         print("U = uninstrumented, I = instrumented (client and server); n = timed calls U/I;")
         print("p99 added = p99(I) - p99(U); ratio = median(I) / median(U); pause = after each call;")
-        print("exact = share of tool responses counted exactly (the rest estimated: backlog)\n")
+        print("90% interval: of p99 added, resampling whole rounds (the machine's drift included);")
+        print("exact / est. / dropped: tool responses counted exactly, estimated (backlog), dropped")
+        print("(overload: only under sustained load, past the analysis' 1 s of waiting)\n")
         print(table(results))
         print(f"\n{elapsed:.0f} s" + ("" if complete else " (time cap reached: fewer rounds)"))
         for r in results:
