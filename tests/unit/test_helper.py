@@ -14,8 +14,9 @@ import pytest
 from opentelemetry.instrumentation.mcp_tokens.analyst import Analyst, AnalystStatus, Findings, Job
 from opentelemetry.instrumentation.mcp_tokens.config import Settings
 from opentelemetry.instrumentation.mcp_tokens.engine.analysis import PayloadKind
-from opentelemetry.instrumentation.mcp_tokens.exchange import Side
+from opentelemetry.instrumentation.mcp_tokens.exchange import Exchange, Side
 from opentelemetry.instrumentation.mcp_tokens.helper import (
+    HELPER_MAX_WAIT_S,
     LinkClosed,
     ProcessLink,
     ThreadLink,
@@ -185,7 +186,36 @@ def test_the_helper_is_not_instrumented_by_what_the_parent_was_launched_with(tmp
 def test_the_command_names_this_interpreter_and_this_path() -> None:
     command = helper_command()
     assert command[0] == sys.executable and command[1] == "-I"
-    assert "auto_instrumentation" not in command[-1]
+    assert "auto_instrumentation" not in command[4]
+    assert command[5] == "-" and helper_command(7)[5] == "7"  # no board / the board's descriptor
+
+
+@linux_only
+def test_the_helper_waits_while_a_call_of_the_application_is_in_flight(link: ProcessLink) -> None:
+    assert isinstance(receive(link, 1)[0], AnalystStatus)
+    call = Exchange(Side.CLIENT, "tools/call", target="slow")  # in flight from here
+    try:
+        send(link, job(1), None, {"content": [{"type": "text", "text": "word " * 200_000}]})
+        time.sleep(0.4)  # well under HELPER_MAX_WAIT_S
+        assert link.receive() == [], "the helper analysed while a call was in flight"
+    finally:
+        call.finish(None)
+    [findings] = receive(link, 1, timeout=10)
+    assert isinstance(findings, Findings) and findings.response is not None and findings.response.exact
+
+
+@linux_only
+def test_the_helper_waits_at_most_its_bound_per_exchange(link: ProcessLink) -> None:
+    assert isinstance(receive(link, 1)[0], AnalystStatus)
+    call = Exchange(Side.CLIENT, "tools/call", target="never-ends")
+    try:
+        started = time.monotonic()
+        send(link, job(1), None, {"content": [{"type": "text", "text": "word " * 200_000}]})
+        [findings] = receive(link, 1, timeout=10)
+        assert isinstance(findings, Findings)
+        assert HELPER_MAX_WAIT_S * 0.9 <= time.monotonic() - started < HELPER_MAX_WAIT_S * 4
+    finally:
+        call.finish(None)
 
 
 def test_the_helper_exits_when_the_instrumented_process_dies() -> None:

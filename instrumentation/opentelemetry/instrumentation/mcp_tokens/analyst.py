@@ -140,6 +140,7 @@ class Analyst:
                 max_bytes=self.settings.max_bytes,
                 threads=self._counting_threads,
                 chunk_chars=self._chunk_chars,
+                pause=self._pause,
             )
             self._analyzer = Analyzer(counter, self._options())
         return self._analyzer

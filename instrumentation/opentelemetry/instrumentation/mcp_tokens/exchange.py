@@ -7,6 +7,7 @@ the analysis worker.
 
 from __future__ import annotations
 
+import os
 import time
 from dataclasses import dataclass, field
 from enum import Enum
@@ -15,6 +16,7 @@ from opentelemetry.trace import Span
 from opentelemetry.util.types import AttributeValue
 
 from . import semconv
+from .activity import ActivityBoard
 from .engine.analysis import PayloadKind
 
 
@@ -86,11 +88,14 @@ class InFlight:
         # A finished operation's response path goes on for a while (the server writes the
         # response, the client validates it): quiet only from this time.monotonic() on.
         self._settled_at = 0.0
+        # The same two facts for the analysis helper (activity.py), once it has started.
+        self._board: ActivityBoard | None = None
 
     def add(self, exchange: object) -> None:
         if len(self._started) >= self.MAX_TRACKED:
             return
         self._started[id(exchange)] = time.monotonic()
+        self._publish()
 
     def discard(self, exchange: object) -> None:
         if self._started.pop(id(exchange), None) is not None:
@@ -100,6 +105,24 @@ class InFlight:
     def settling(self, seconds: float) -> None:
         """A response just completed; its path is likely over in `seconds`."""
         self._settled_at = max(self._settled_at, time.monotonic() + seconds)
+        self._publish()
+
+    def board_fd(self) -> int | None:
+        """The descriptor of this process's activity board, for a helper to inherit
+        (created on first use; None where there is none)."""
+        if self._board is None:
+            self._board = ActivityBoard.create()
+            self._publish()
+        return None if self._board is None else self._board.fileno()
+
+    def _publish(self) -> None:
+        board = self._board
+        if board is not None:
+            board.publish(len(self._started), self._settled_at)
+
+    def _after_fork_in_child(self) -> None:
+        # The mapping is shared with the parent: the child's helper gets a board of its own.
+        self._board = None
 
     def busy(self) -> bool:
         """Whether an operation is in flight (and not stale) or the last one's response
@@ -145,10 +168,14 @@ class InFlight:
             return True
         for key in stale:
             self._started.pop(key, None)
+        if stale:
+            self._publish()
         return bool(self._started)
 
 
 IN_FLIGHT = InFlight()
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=IN_FLIGHT._after_fork_in_child)
 
 
 @dataclass(frozen=True, slots=True)

@@ -5,10 +5,13 @@ the application it would compete for the GIL with the application's event loop, 
 then waits whenever it needs the interpreter. So each instrumented process starts one
 helper (`ProcessLink`): the same Python, isolated (`-I`: no PYTHON* variables, so not
 auto-instrumented again by `opentelemetry-instrument`'s sitecustomize) but with the
-parent's `sys.path`, at the lowest CPU priority (Linux SCHED_IDLE, else nice 19), in a
+parent's `sys.path`, at the lowest CPU priority of the normal policy (nice 19), in a
 session of its own (a terminal's Ctrl-C is the application's to handle). It reads jobs
 from its stdin and writes findings to its stdout (channel.py), and exits when its stdin
-closes: when the application stops, or dies.
+closes: when the application stops, or dies. Between two pieces of work (a chunk of text
+of at most `HELPER_COUNT_CHUNK_CHARS`, a payload) it waits while the application has an MCP
+operation in flight, as the activity board it shares with the application shows
+(activity.py).
 
 Where no helper can run (no interpreter to start: embedded or frozen applications; or
 `OTEL_INSTRUMENTATION_MCP_TOKENS_ANALYSIS=thread`), `ThreadLink` runs the same analysis
@@ -36,6 +39,7 @@ from collections.abc import Iterator
 from typing import IO, Protocol
 
 from . import channel
+from .activity import ActivityBoard, QuietWaiter
 from .analyst import Analyst, AnalystStatus, Findings, Job
 from .config import Settings
 
@@ -47,6 +51,12 @@ _logger = logging.getLogger(__name__)
 
 # Characters tokenised per call on the thread link: well under 1 ms of tokenizer time.
 THREAD_COUNT_CHUNK_CHARS = 1 << 14
+# Characters tokenised per call in the helper (about 3 ms of tokenizer time): how long it
+# may go on before it looks at the activity board again.
+HELPER_COUNT_CHUNK_CHARS = 1 << 16
+# How long the helper may wait for the application's operations per exchange (past it, it
+# works alongside them: the worker bounds the helper's share under sustained load).
+HELPER_MAX_WAIT_S = 1.0
 # What `os.read` takes from the findings pipe at a time, and how much the jobs pipe holds.
 READ_BYTES = 1 << 16
 PIPE_BYTES = 1 << 20
@@ -94,12 +104,16 @@ class ProcessLink:
     """A helper process and the two pipes to it."""
 
     def __init__(self, settings: Settings) -> None:
+        from .exchange import IN_FLIGHT
+
+        board_fd = IN_FLIGHT.board_fd()
         self._process = subprocess.Popen(
-            helper_command(),
+            helper_command(board_fd),
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=None,  # a traceback of the helper belongs in the application's log
             close_fds=True,
+            pass_fds=() if board_fd is None else (board_fd,),
             start_new_session=os.name == "posix",
         )
         stdin, stdout = self._process.stdin, self._process.stdout
@@ -235,9 +249,10 @@ def _widen_pipe(fd: int) -> None:
             fcntl.fcntl(fd, setpipe_sz, PIPE_BYTES)
 
 
-def helper_command() -> list[str]:
+def helper_command(board_fd: int | None = None) -> list[str]:
     """The helper's command line: this interpreter, isolated, with this process's sys.path
-    (an application may import us from a path only its own start-up set)."""
+    (an application may import us from a path only its own start-up set), and the
+    descriptor of the activity board it inherits (`-` for none)."""
     if getattr(sys, "frozen", False) or not sys.executable:
         raise OSError("no Python interpreter to start the analysis helper with")
     paths = [os.path.abspath(path) if path else os.getcwd() for path in sys.path if _keeps(path)]
@@ -245,7 +260,8 @@ def helper_command() -> list[str]:
         "import json,sys;sys.path[:0]=json.loads(sys.argv.pop(1));"
         "from opentelemetry.instrumentation.mcp_tokens.helper import main;sys.exit(main())"
     )
-    return [sys.executable, "-I", "-c", bootstrap, json.dumps(paths)]
+    board = "-" if board_fd is None else str(board_fd)
+    return [sys.executable, "-I", "-c", bootstrap, json.dumps(paths), board]
 
 
 def _keeps(path: str) -> bool:
@@ -344,8 +360,16 @@ def main() -> int:
     settings = pickle.loads(first[1])
     if not isinstance(settings, Settings):
         return 2
-    HelperLoop(Analyst(settings), jobs, findings).run()
+    waiter = QuietWaiter(_board_of(sys.argv[1:]), HELPER_MAX_WAIT_S)
+    analyst = Analyst(settings, chunk_chars=HELPER_COUNT_CHUNK_CHARS, pause=waiter.wait)
+    HelperLoop(analyst, jobs, findings, waiter).run()
     return 0
+
+
+def _board_of(arguments: list[str]) -> ActivityBoard | None:
+    if not arguments or not arguments[0].isdigit():
+        return None
+    return ActivityBoard.open(int(arguments[0]))
 
 
 def _run_in_background() -> None:
@@ -361,10 +385,13 @@ def _run_in_background() -> None:
 class HelperLoop:
     """Reads jobs, analyses them one at a time, writes the findings."""
 
-    def __init__(self, analyst: Analyst, jobs: IO[bytes], findings: IO[bytes]) -> None:
+    def __init__(
+        self, analyst: Analyst, jobs: IO[bytes], findings: IO[bytes], waiter: QuietWaiter | None = None
+    ) -> None:
         self._analyst = analyst
         self._jobs = jobs
         self._findings = findings
+        self._waiter = waiter
         self._write_lock = threading.Lock()
 
     def run(self) -> None:
@@ -375,6 +402,9 @@ class HelperLoop:
                 job = self._read_job()
                 if job is None:
                     return
+                if self._waiter is not None:
+                    self._waiter.begin()
+                    self._waiter.wait()
                 self._send(channel.FINDINGS, self._findings_of(*job))
         except (BrokenPipeError, KeyboardInterrupt):
             return

@@ -457,7 +457,7 @@ class AnalysisWorker:
                 item = self._take_queued()
                 if item is None:
                     return True
-                if not self._yielding and not self._helper_share.take(self._helper_cost.of(item[1])):
+                if self._over_share(item[1]):
                     # Sustained load and the helper's share is spent: drop rather than compete.
                     self._shed(*item)
                     continue
@@ -476,6 +476,14 @@ class AnalysisWorker:
                     sent.sent_at = time.monotonic()
                     self._let_go(sent.exchange, sending.many_values)
         return True
+
+    def _over_share(self, weight: int) -> bool:
+        """Whether calls go on past the time the worker may wait for them (sustained load)
+        and the helper's share of CPU is spent. In a quiet moment the helper competes with
+        nothing: what it costs then is not charged, and nothing is dropped."""
+        if self._yielding or not IN_FLIGHT.busy():
+            return False
+        return not self._helper_share.take(self._helper_cost.of(weight))
 
     def _let_go(self, exchange: Exchange, many_values: bool) -> None:
         """Drop our references to the payloads (the analysis has them now). Ours may be the

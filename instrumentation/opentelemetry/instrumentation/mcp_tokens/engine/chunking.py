@@ -154,11 +154,18 @@ def chunk_cuts(text: str, chunk_chars: int) -> list[int]:
     return cuts
 
 
-def count_in_chunks(count: Callable[[str], int], text: str, chunk_chars: int, threads: int) -> int:
+def count_in_chunks(
+    count: Callable[[str], int],
+    text: str,
+    chunk_chars: int,
+    threads: int,
+    pause: Callable[[], None] | None = None,
+) -> int:
     """Sum of `count` over the exact chunks of `text`, on up to `threads` threads.
 
     Each worker slices its own chunk and keeps only the number, so at most `threads`
-    chunk copies and token buffers exist at any moment.
+    chunk copies and token buffers exist at any moment. `pause`, if given, is called
+    before each chunk is started (the caller's chance to wait for a quiet moment).
     """
     cuts = chunk_cuts(text, chunk_chars)
     if not cuts:
@@ -166,6 +173,8 @@ def count_in_chunks(count: Callable[[str], int], text: str, chunk_chars: int, th
     bounds = list(zip([0, *cuts], [*cuts, len(text)], strict=True))
 
     def count_chunk(bound: tuple[int, int]) -> int:
+        if pause is not None:
+            pause()
         return count(text[bound[0] : bound[1]])
 
     if threads <= 1:

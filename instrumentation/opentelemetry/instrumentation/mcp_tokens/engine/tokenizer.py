@@ -489,6 +489,8 @@ class TokenCounter:
       for 64K), and every other thread of the process waits meanwhile. ASCII text is its
       own UTF-8, so its chunks cost no such wait.
     - An internal error makes that one count an estimate with `exact=False` (logged once).
+    - `pause`, if given, is called before each chunk: where the caller waits for a quiet
+      moment (the analysis helper waits while the application has calls in flight).
     """
 
     def __init__(
@@ -502,6 +504,7 @@ class TokenCounter:
         cache_entries: int = 4096,
         cache_chars: int = 8 << 20,
         cacheable_chars: int = 64 << 10,
+        pause: Callable[[], None] | None = None,
     ) -> None:
         for argument, value, least in (
             ("max_bytes", max_bytes, 1),
@@ -525,6 +528,7 @@ class TokenCounter:
         self._cache_get = self._cache.get
         self._cacheable_chars = min(cacheable_chars, cache_chars) if self._cache.enabled else -1
         self._failed_once = False
+        self._pause = pause
 
     @property
     def name(self) -> str:
@@ -569,7 +573,7 @@ class TokenCounter:
             return TokenCount(_estimate_safely(text), False)
         chunk_chars = self._chunk_chars if text.isascii() else self._non_ascii_chunk_chars
         if self._chunkable and len(text) > chunk_chars:
-            tokens = count_in_chunks(self._tokenizer.count, text, chunk_chars, self._threads)
+            tokens = count_in_chunks(self._tokenizer.count, text, chunk_chars, self._threads, self._pause)
         else:
             tokens = self._tokenizer.count(text)
         return TokenCount(tokens, self._exact)

@@ -1,0 +1,104 @@
+"""The activity board: whether this process's MCP operations are running, for its helper.
+
+The analysis helper (helper.py) runs on CPU the application does not need, at the lowest
+priority, but on a machine with few cores lowest is not nothing: a waking thread of the
+application may wait for the helper's time slice to end (several milliseconds on Linux's
+EEVDF scheduler), and that wait lands on a call. So the helper stops between two pieces of
+work while the application has an operation in flight, the way the worker thread does.
+
+The board is two doubles in a shared memory file (Linux `memfd_create`) that the
+application writes and its helper reads: how many operations are in flight, and the
+`time.monotonic()` (CLOCK_MONOTONIC, the same clock in every process) from which the last
+response path is likely over. A write is two stores into mapped memory (no system call),
+cheap enough for every operation's start and end. Reads and writes are not atomic
+together: a torn read makes one pause a little early or late, nothing more.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import mmap
+import os
+import time
+
+_SLOTS = 2  # in flight, quiet from
+_SIZE = 8 * _SLOTS
+
+
+class ActivityBoard:
+    def __init__(self, fd: int, *, writable: bool) -> None:
+        access = mmap.ACCESS_WRITE if writable else mmap.ACCESS_READ
+        self._fd = fd
+        self._map = mmap.mmap(fd, _SIZE, access=access)
+        self._slots = memoryview(self._map).cast("d")
+
+    @classmethod
+    def create(cls) -> ActivityBoard | None:
+        """A new board, or None where shared memory files are not available (not Linux)."""
+        memfd_create = getattr(os, "memfd_create", None)
+        if memfd_create is None:
+            return None
+        try:
+            fd = memfd_create("mcp-tokens-activity", getattr(os, "MFD_CLOEXEC", 0))
+        except OSError:
+            return None
+        try:
+            os.ftruncate(fd, _SIZE)
+            return cls(fd, writable=True)
+        except (OSError, ValueError):
+            os.close(fd)
+            return None
+
+    @classmethod
+    def open(cls, fd: int) -> ActivityBoard | None:
+        """The helper's read-only view of the board whose descriptor it inherited."""
+        try:
+            return cls(fd, writable=False)
+        except (OSError, ValueError):
+            return None
+
+    def fileno(self) -> int:
+        return self._fd
+
+    def publish(self, in_flight: int, quiet_from: float) -> None:
+        slots = self._slots
+        slots[0] = in_flight
+        slots[1] = quiet_from
+
+    def busy(self) -> bool:
+        slots = self._slots
+        return slots[0] > 0 or slots[1] > time.monotonic()
+
+    def close(self) -> None:
+        with contextlib.suppress(Exception):
+            self._slots.release()
+            self._map.close()
+        with contextlib.suppress(OSError):
+            os.close(self._fd)
+
+
+class QuietWaiter:
+    """The helper's pause: while the board says the application is busy, sleep in short
+    steps, up to `max_wait_s` per exchange (under sustained load the application is never
+    quiet; the worker then sends only what the helper's CPU share allows)."""
+
+    POLL_S = 0.002
+
+    def __init__(self, board: ActivityBoard | None, max_wait_s: float) -> None:
+        self._board = board
+        self._max_wait_s = max_wait_s
+        self._deadline = 0.0
+
+    def begin(self) -> None:
+        """A new exchange: its own `max_wait_s`."""
+        self._deadline = time.monotonic() + self._max_wait_s
+
+    def wait(self) -> None:
+        board = self._board
+        if board is None:
+            return
+        while board.busy():
+            remaining = self._deadline - time.monotonic()
+            if remaining <= 0:
+                return
+            time.sleep(min(self.POLL_S, remaining))

@@ -1,0 +1,97 @@
+"""The activity board the application writes and its analysis helper reads."""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+
+import pytest
+from opentelemetry.instrumentation.mcp_tokens.activity import ActivityBoard, QuietWaiter
+from opentelemetry.instrumentation.mcp_tokens.engine.chunking import count_in_chunks
+from opentelemetry.instrumentation.mcp_tokens.exchange import InFlight
+
+pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="memfd_create is Linux's")
+
+
+def reader_of(board: ActivityBoard) -> ActivityBoard:
+    reader = ActivityBoard.open(os.dup(board.fileno()))
+    assert reader is not None
+    return reader
+
+
+def test_what_the_application_publishes_the_helper_reads() -> None:
+    board = ActivityBoard.create()
+    assert board is not None
+    reader = reader_of(board)
+    try:
+        assert not reader.busy()
+        board.publish(1, 0.0)
+        assert reader.busy()  # an operation in flight
+        board.publish(0, time.monotonic() + 0.05)
+        assert reader.busy()  # its response path still settles
+        time.sleep(0.06)
+        assert not reader.busy()
+    finally:
+        reader.close()
+        board.close()
+
+
+def test_operations_in_flight_are_published_from_their_start_to_their_settling() -> None:
+    in_flight = InFlight()
+    fd = in_flight.board_fd()
+    assert fd is not None and in_flight.board_fd() == fd  # one board per process
+    reader = ActivityBoard.open(os.dup(fd))
+    assert reader is not None
+    try:
+        first, second = object(), object()
+        in_flight.add(first)
+        in_flight.add(second)
+        in_flight.discard(first)
+        assert reader.busy()
+        in_flight.discard(second)
+        in_flight.settling(0.05)
+        assert reader.busy()
+        time.sleep(0.06)
+        assert not reader.busy()
+    finally:
+        reader.close()
+
+
+def test_the_waiter_waits_for_quiet_and_at_most_its_bound() -> None:
+    board = ActivityBoard.create()
+    assert board is not None
+    reader = reader_of(board)
+    try:
+        waiter = QuietWaiter(reader, max_wait_s=0.2)
+        board.publish(0, time.monotonic() + 0.05)
+        waiter.begin()
+        started = time.monotonic()
+        waiter.wait()
+        assert 0.04 <= time.monotonic() - started < 0.15  # until the response path settled
+        board.publish(1, 0.0)  # an operation that never ends
+        waiter.begin()
+        started = time.monotonic()
+        waiter.wait()
+        waiter.wait()  # the bound is per exchange, not per pause
+        assert 0.19 <= time.monotonic() - started < 0.35
+    finally:
+        reader.close()
+        board.close()
+
+
+def test_without_a_board_the_waiter_never_waits() -> None:
+    waiter = QuietWaiter(None, max_wait_s=5)
+    waiter.begin()
+    started = time.monotonic()
+    waiter.wait()
+    assert time.monotonic() - started < 0.05
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+def test_counting_in_chunks_pauses_before_each_chunk(threads: int) -> None:
+    pauses = []
+    text = "word " * 10_000
+    total = count_in_chunks(len, text, chunk_chars=4_000, threads=threads, pause=lambda: pauses.append(1))
+    assert total == len(text)
+    assert len(pauses) >= len(text) // 4_000
