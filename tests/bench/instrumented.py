@@ -225,6 +225,8 @@ class Bench:
             text = await call(PAYLOAD_TOOL, arguments)
             if len(text) != cell.size:
                 raise RuntimeError(f"the server returned {len(text)} characters, not {cell.size}")
+            if cell.think_s:  # paced from the first call: a warm-up is a call like the others
+                await asyncio.sleep(cell.think_s)
         samples: list[float] = []
         cell.blocks[variant].append(samples)
         for _ in range(cell.plan.calls):

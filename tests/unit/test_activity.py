@@ -63,26 +63,30 @@ def test_the_waiter_waits_for_quiet_and_at_most_its_bound() -> None:
     assert board is not None
     reader = reader_of(board)
     try:
-        waiter = QuietWaiter(reader, max_wait_s=0.2)
+        waiter = QuietWaiter(reader)
         board.publish(0, time.monotonic() + 0.05)
-        waiter.begin()
+        waiter.begin(time.time() + 0.2)
         started = time.monotonic()
         waiter.wait()
         assert 0.04 <= time.monotonic() - started < 0.15  # until the response path settled
         board.publish(1, 0.0)  # an operation that never ends
-        waiter.begin()
+        waiter.begin(time.time() + 0.2)
         started = time.monotonic()
         waiter.wait()
-        waiter.wait()  # the bound is per exchange, not per pause
+        waiter.wait()  # the bound is the exchange's, not each pause's
         assert 0.19 <= time.monotonic() - started < 0.35
+        waiter.begin(time.time() - 1)  # an exchange already past its bound
+        started = time.monotonic()
+        waiter.wait()
+        assert time.monotonic() - started < 0.05
     finally:
         reader.close()
         board.close()
 
 
 def test_without_a_board_the_waiter_never_waits() -> None:
-    waiter = QuietWaiter(None, max_wait_s=5)
-    waiter.begin()
+    waiter = QuietWaiter(None)
+    waiter.begin(time.time() + 5)
     started = time.monotonic()
     waiter.wait()
     assert time.monotonic() - started < 0.05

@@ -8,6 +8,7 @@ import sys
 import textwrap
 import time
 from collections.abc import Iterator
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -205,15 +206,23 @@ def test_the_helper_waits_while_a_call_of_the_application_is_in_flight(link: Pro
 
 
 @linux_only
-def test_the_helper_waits_at_most_its_bound_per_exchange(link: ProcessLink) -> None:
+def test_the_helper_waits_at_most_its_bound_after_the_response(link: ProcessLink) -> None:
     assert isinstance(receive(link, 1)[0], AnalystStatus)
     call = Exchange(Side.CLIENT, "tools/call", target="never-ends")
+    text = {"content": [{"type": "text", "text": "word " * 200_000}]}
     try:
         started = time.monotonic()
-        send(link, job(1), None, {"content": [{"type": "text", "text": "word " * 200_000}]})
+        send(link, job(1), None, text)
         [findings] = receive(link, 1, timeout=10)
         assert isinstance(findings, Findings)
         assert HELPER_MAX_WAIT_S * 0.9 <= time.monotonic() - started < HELPER_MAX_WAIT_S * 4
+        # Sustained load: an exchange already that old is analysed alongside the calls.
+        old = replace(job(2), end_ns=time.time_ns() - int(2 * HELPER_MAX_WAIT_S * 1e9))
+        started = time.monotonic()
+        send(link, old, None, text)
+        [findings] = receive(link, 1, timeout=10)
+        assert isinstance(findings, Findings) and findings.seq == 2
+        assert time.monotonic() - started < HELPER_MAX_WAIT_S * 0.9
     finally:
         call.finish(None)
 

@@ -79,26 +79,27 @@ class ActivityBoard:
 
 class QuietWaiter:
     """The helper's pause: while the board says the application is busy, sleep in short
-    steps, up to `max_wait_s` per exchange (under sustained load the application is never
-    quiet; the worker then sends only what the helper's CPU share allows)."""
+    steps, until the exchange in hand is `HELPER_MAX_WAIT_S` past its response (as the
+    worker waits at most 1 s after a response). Under sustained load the application is
+    never quiet and what reaches the helper is already that old: it is analysed at once,
+    and the worker sends only what the helper's CPU share allows."""
 
     POLL_S = 0.002
 
-    def __init__(self, board: ActivityBoard | None, max_wait_s: float) -> None:
+    def __init__(self, board: ActivityBoard | None) -> None:
         self._board = board
-        self._max_wait_s = max_wait_s
-        self._deadline = 0.0
+        self._not_after = 0.0
 
-    def begin(self) -> None:
-        """A new exchange: its own `max_wait_s`."""
-        self._deadline = time.monotonic() + self._max_wait_s
+    def begin(self, not_after: float) -> None:
+        """A new exchange, not to be held past `not_after` (a `time.time()`)."""
+        self._not_after = not_after
 
     def wait(self) -> None:
         board = self._board
         if board is None:
             return
         while board.busy():
-            remaining = self._deadline - time.monotonic()
+            remaining = self._not_after - time.time()
             if remaining <= 0:
                 return
             time.sleep(min(self.POLL_S, remaining))

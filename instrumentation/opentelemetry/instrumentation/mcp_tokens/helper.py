@@ -54,8 +54,9 @@ THREAD_COUNT_CHUNK_CHARS = 1 << 14
 # Characters tokenised per call in the helper (about 3 ms of tokenizer time): how long it
 # may go on before it looks at the activity board again.
 HELPER_COUNT_CHUNK_CHARS = 1 << 16
-# How long the helper may wait for the application's operations per exchange (past it, it
-# works alongside them: the worker bounds the helper's share under sustained load).
+# How long after an exchange's response the helper may still wait for the application's
+# operations (past it, it works alongside them: the worker bounds the helper's share under
+# sustained load). The worker's own wait, worker.MAX_LAG_S, is counted from the same moment.
 HELPER_MAX_WAIT_S = 1.0
 # What `os.read` takes from the findings pipe at a time, and how much the jobs pipe holds.
 READ_BYTES = 1 << 16
@@ -360,7 +361,7 @@ def main() -> int:
     settings = pickle.loads(first[1])
     if not isinstance(settings, Settings):
         return 2
-    waiter = QuietWaiter(_board_of(sys.argv[1:]), HELPER_MAX_WAIT_S)
+    waiter = QuietWaiter(_board_of(sys.argv[1:]))
     analyst = Analyst(settings, chunk_chars=HELPER_COUNT_CHUNK_CHARS, pause=waiter.wait)
     HelperLoop(analyst, jobs, findings, waiter).run()
     return 0
@@ -403,7 +404,7 @@ class HelperLoop:
                 if job is None:
                     return
                 if self._waiter is not None:
-                    self._waiter.begin()
+                    self._waiter.begin(job[0].end_ns / 1e9 + HELPER_MAX_WAIT_S)
                     self._waiter.wait()
                 self._send(channel.FINDINGS, self._findings_of(*job))
         except (BrokenPipeError, KeyboardInterrupt):
