@@ -419,7 +419,7 @@ def test_under_sustained_load_the_helper_gets_a_share_and_the_rest_is_dropped(
 ) -> None:
     monkeypatch.setattr(worker_module, "HELPER_BURST_S", 0.001)
     recorded, link = Recorded(), ScriptedLink()
-    worker = make_worker([link], recorded)
+    worker = make_worker([link], recorded, spare_cpu=lambda: 1.1)  # a share of 0.1
     try:
         assert worker.wait_ready(5)
         worker._helper_cost.observe(0.0005, 0)  # the helper's cost: about 0.5 ms each
@@ -434,6 +434,61 @@ def test_under_sustained_load_the_helper_gets_a_share_and_the_rest_is_dropped(
         assert len(recorded.findings) < 100
     finally:
         worker.stop()
+
+
+def test_without_idle_cpu_under_sustained_load_everything_past_the_burst_is_dropped(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(worker_module, "HELPER_BURST_S", 0.001)
+    recorded, link = Recorded(), ScriptedLink()
+    worker = make_worker([link], recorded, spare_cpu=lambda: 0.6)  # under one idle core
+    try:
+        assert worker.wait_ready(5)
+        worker._helper_cost.observe(0.0005, 0)
+        call = Exchange(Side.CLIENT, "tools/call", target="busy")
+        for _ in range(200):
+            worker.submit(old_exchange(2 * worker_module.MAX_LAG_S))
+        assert worker.drain(10)
+        call.finish(None)
+        assert len(recorded.findings) < 10  # what the burst banked at start, nothing more
+        assert len(recorded.skipped) + len(recorded.findings) == 200
+    finally:
+        worker.stop()
+
+
+@pytest.mark.parametrize(
+    ("spare", "share"),
+    [
+        (None, worker_module.HELPER_SHARE),
+        (0.5, 0.0),
+        (1.0, 0.0),
+        (1.3, 0.3),
+        (6.0, worker_module.HELPER_MAX_SHARE),
+    ],
+)
+def test_the_helper_takes_idle_cpu_beyond_one_core(spare: float | None, share: float) -> None:
+    assert worker_module.helper_share(spare) == pytest.approx(share)
+
+
+@pytest.mark.skipif(not os.path.exists("/proc/stat"), reason="Linux /proc/stat")
+def test_idle_cores_are_read_from_proc_stat(tmp_path: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    stat = tmp_path / "stat"
+    now = [100.0]
+    monkeypatch.setattr(worker_module.time, "monotonic", lambda: now[0])
+    monkeypatch.setattr(worker_module.os, "cpu_count", lambda: 4)
+    spare = worker_module.SpareCpu(str(stat))
+    stat.write_text("cpu  100 0 100 800 0 0 0 0 0 0\ncpu0 1 2 3\n")
+    assert spare.cores() is None  # one sample: no interval yet
+    # Over the next second: 100 busy, 300 idle + iowait + nice jiffies of 400.
+    stat.write_text("cpu  150 50 150 1000 50 0 0 0 0 0\n")
+    now[0] += 0.5
+    assert spare.cores() is None  # read at most once a second
+    now[0] += 0.6
+    assert spare.cores() == pytest.approx(4 * 300 / 400)
+    stat.write_text("garbage\n")
+    now[0] += 1.1
+    assert spare.cores() is None
+    assert worker_module.SpareCpu(str(tmp_path / "missing")).cores() is None
 
 
 def test_the_cpu_share_refills_at_its_rate_up_to_its_burst(monkeypatch: pytest.MonkeyPatch) -> None:

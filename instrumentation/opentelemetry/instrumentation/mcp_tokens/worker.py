@@ -79,10 +79,17 @@ MAX_LAG_S = 1.0
 # whether calls are in flight or not (sustained load has no quiet round).
 MAX_KEPT_PAYLOADS = 8
 MAX_KEEP_S = 5.0
-# Under sustained load, the share of a core the helper's analysis may take (and how much
-# CPU time it may bank while idle): past it, exchanges are dropped and counted.
+# Under sustained load the helper's analysis may take idle CPU only: the machine's idle
+# cores (Linux /proc/stat, over the last second; nice time counts as idle, it is the
+# helpers') beyond one kept free for the application's wake-ups, at most half a core, and
+# nothing on a machine without that much idle (a helper running on the cores the calls
+# need costs them its scheduler slices). It may bank HELPER_BURST_S of CPU time while idle.
+# Past it, exchanges are dropped and counted. Without /proc/stat: HELPER_SHARE.
+HELPER_MAX_SHARE = 0.5
 HELPER_SHARE = 0.1
 HELPER_BURST_S = 0.25
+KEEP_FREE_CORES = 1.0
+SPARE_EVERY_S = 1.0
 # Findings that take longer than this to come back are given up (looked for this often).
 OUTSTANDING_TIMEOUT_S = 60.0
 EXPIRY_EVERY_S = 1.0
@@ -145,7 +152,7 @@ class CpuShare:
     """A token bucket of CPU seconds: `share` of a core, `burst_s` at most in hand."""
 
     def __init__(self, share: float, burst_s: float) -> None:
-        self._share = share
+        self.share = share
         self._burst_s = burst_s
         self._credit = burst_s
         self._at = time.monotonic()
@@ -153,12 +160,61 @@ class CpuShare:
     def take(self, cost_s: float) -> bool:
         """Spend `cost_s` if there is credit left (it may go below zero once)."""
         now = time.monotonic()
-        self._credit = min(self._burst_s, self._credit + (now - self._at) * self._share)
+        self._credit = min(self._burst_s, self._credit + (now - self._at) * self.share)
         self._at = now
         if self._credit <= 0:
             return False
         self._credit -= cost_s
         return True
+
+
+class SpareCpu:
+    """The machine's idle cores over the last `SPARE_EVERY_S` (Linux), read at most that
+    often; None where /proc/stat cannot be read."""
+
+    def __init__(self, path: str = "/proc/stat") -> None:
+        self._path = path
+        self._cpus = os.cpu_count() or 1
+        self._at = 0.0
+        self._last: tuple[int, int] | None = None
+        self._cores: float | None = None
+
+    def cores(self) -> float | None:
+        now = time.monotonic()
+        if now - self._at < SPARE_EVERY_S:
+            return self._cores
+        self._at = now
+        sample = self._sample()
+        if sample is None:
+            self._last = self._cores = None
+            return None
+        if self._last is not None and sample[0] > self._last[0]:
+            total, idle = sample[0] - self._last[0], sample[1] - self._last[1]
+            self._cores = self._cpus * idle / total
+        self._last = sample
+        return self._cores
+
+    def _sample(self) -> tuple[int, int] | None:
+        """(all jiffies, idle + iowait + nice jiffies) of the machine."""
+        try:
+            with open(self._path, "rb") as stat:
+                fields = stat.readline().split()
+        except OSError:
+            return None
+        if len(fields) < 6 or fields[0] != b"cpu":
+            return None
+        try:
+            user, nice, system, idle, iowait, *rest = (int(value) for value in fields[1:])
+        except ValueError:
+            return None
+        return user + nice + system + idle + iowait + sum(rest[:3]), idle + iowait + nice
+
+
+def helper_share(spare_cores: float | None) -> float:
+    """The share of a core the helper may take under sustained load (see HELPER_MAX_SHARE)."""
+    if spare_cores is None:
+        return HELPER_SHARE
+    return max(0.0, min(HELPER_MAX_SHARE, spare_cores - KEEP_FREE_CORES))
 
 
 class HelperCost:
@@ -207,8 +263,11 @@ class AnalysisWorker:
         max_pending: int | None = None,
         max_pending_chars: int = 256 << 20,
         link_factory: LinkFactory = open_link,
+        spare_cpu: Callable[[], float | None] | None = None,
     ) -> None:
         self._settings = settings
+        # The machine's idle cores (tests give their own).
+        self._spare_cpu_source = spare_cpu
         self._on_findings = on_findings
         self._on_skip = on_skip
         self._max_pending = max_pending or settings.queue_size
@@ -239,6 +298,8 @@ class AnalysisWorker:
         self._link_full = False
         self._yielding = False
         self._helper_share = CpuShare(HELPER_SHARE, HELPER_BURST_S)
+        source = self._spare_cpu_source
+        self._spare_cpu = source if source is not None else SpareCpu().cores
         self._helper_cost = HelperCost()
         self._ready = threading.Event()
         self.status: AnalystStatus | None = None
@@ -483,6 +544,7 @@ class AnalysisWorker:
         nothing: what it costs then is not charged, and nothing is dropped."""
         if self._yielding or not IN_FLIGHT.busy():
             return False
+        self._helper_share.share = helper_share(self._spare_cpu())
         return not self._helper_share.take(self._helper_cost.of(weight))
 
     def _let_go(self, exchange: Exchange, many_values: bool) -> None:
