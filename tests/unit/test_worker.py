@@ -419,7 +419,7 @@ def test_under_sustained_load_the_helper_gets_a_share_and_the_rest_is_dropped(
 ) -> None:
     monkeypatch.setattr(worker_module, "HELPER_BURST_S", 0.001)
     recorded, link = Recorded(), ScriptedLink()
-    worker = make_worker([link], recorded, spare_cpu=lambda: 1.1)  # a share of 0.1
+    worker = make_worker([link], recorded, spare_cpu=lambda: 2.1)  # a share of 0.1
     try:
         assert worker.wait_ready(5)
         worker._helper_cost.observe(0.0005, 0)  # the helper's cost: about 0.5 ms each
@@ -441,7 +441,7 @@ def test_without_idle_cpu_under_sustained_load_everything_past_the_burst_is_drop
 ) -> None:
     monkeypatch.setattr(worker_module, "HELPER_BURST_S", 0.001)
     recorded, link = Recorded(), ScriptedLink()
-    worker = make_worker([link], recorded, spare_cpu=lambda: 0.6)  # under one idle core
+    worker = make_worker([link], recorded, spare_cpu=lambda: 1.6)  # under two idle cores
     try:
         assert worker.wait_ready(5)
         worker._helper_cost.observe(0.0005, 0)
@@ -461,12 +461,12 @@ def test_without_idle_cpu_under_sustained_load_everything_past_the_burst_is_drop
     [
         (None, worker_module.HELPER_SHARE),
         (0.5, 0.0),
-        (1.0, 0.0),
-        (1.3, 0.3),
+        (2.0, 0.0),
+        (2.3, 0.3),
         (6.0, worker_module.HELPER_MAX_SHARE),
     ],
 )
-def test_the_helper_takes_idle_cpu_beyond_one_core(spare: float | None, share: float) -> None:
+def test_the_helper_takes_idle_cpu_beyond_two_cores(spare: float | None, share: float) -> None:
     assert worker_module.helper_share(spare) == pytest.approx(share)
 
 

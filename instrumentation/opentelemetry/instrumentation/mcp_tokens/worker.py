@@ -81,14 +81,14 @@ MAX_KEPT_PAYLOADS = 8
 MAX_KEEP_S = 5.0
 # Under sustained load the helper's analysis may take idle CPU only: the machine's idle
 # cores (Linux /proc/stat, over the last second; nice time counts as idle, it is the
-# helpers') beyond one kept free for the application's wake-ups, at most half a core, and
+# helpers') beyond two kept free for the application's wake-ups, at most half a core, and
 # nothing on a machine without that much idle (a helper running on the cores the calls
 # need costs them its scheduler slices). It may bank HELPER_BURST_S of CPU time while idle.
 # Past it, exchanges are dropped and counted. Without /proc/stat: HELPER_SHARE.
 HELPER_MAX_SHARE = 0.5
 HELPER_SHARE = 0.1
 HELPER_BURST_S = 0.25
-KEEP_FREE_CORES = 1.0
+KEEP_FREE_CORES = 2.0
 SPARE_EVERY_S = 1.0
 # Findings that take longer than this to come back are given up (looked for this often).
 OUTSTANDING_TIMEOUT_S = 60.0
