@@ -118,7 +118,10 @@ class InFlight:
     def _publish(self) -> None:
         board = self._board
         if board is not None:
-            board.publish(len(self._started), self._settled_at)
+            try:  # runs on every operation's start and end: never into the caller
+                board.publish(len(self._started), self._settled_at)
+            except Exception:
+                self._board = None
 
     def _after_fork_in_child(self) -> None:
         # The mapping is shared with the parent: the child's helper gets a board of its own.
