@@ -8,6 +8,7 @@ exactly one of on_findings / on_skip, survive a lost helper, stop cleanly.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
 import threading
@@ -627,7 +628,11 @@ class CallStartingLink(ScriptedLink):
         self.call = Exchange(Side.CLIENT, "tools/call", target="busy")
 
 
-def test_a_payload_of_many_values_is_freed_in_a_quiet_round() -> None:
+@contextlib.contextmanager
+def listing_handed_over(tool_count: int) -> Iterator[tuple[weakref.ref[Marker], CallStartingLink]]:
+    """A tools/list of `tool_count` tools handed to a worker whose sending starts a call
+    (left in flight); yields a weak reference to a value of the payload, once the worker
+    alone may hold the payload, and the link (its `call`)."""
     recorded, link = Recorded(), CallStartingLink()
     worker = make_worker([link], recorded)
     try:
@@ -635,61 +640,36 @@ def test_a_payload_of_many_values_is_freed_in_a_quiet_round() -> None:
         marker = Marker()
         watch = weakref.ref(marker)
         listing = Exchange(Side.CLIENT, "tools/list")
-        tools = [{"name": f"t{i}", "inputSchema": {}} for i in range(5000)]
-        listing.finish({"tools": tools, "m": marker})
-        del marker, tools
+        listing.finish(
+            {"tools": [{"name": f"t{i}", "inputSchema": {}} for i in range(tool_count)], "m": marker}
+        )
+        del marker
         worker.submit(listing)
         assert wait_for(lambda: link.call is not None and len(recorded.findings) == 1)
         link.payloads.clear()  # the scripted link's own copy
+        yield watch, link
+    finally:
+        if link.call is not None:
+            link.call.finish(None)
+        worker.stop()
+
+
+def test_a_payload_of_many_values_is_freed_in_a_quiet_round() -> None:
+    with listing_handed_over(5000) as (watch, link):
         time.sleep(0.2)
         assert watch() is not None, "freed while a call was in flight"
         assert link.call is not None
         link.call.finish(None)
         assert wait_for(lambda: watch() is None), "never freed"
-    finally:
-        if link.call is not None:
-            link.call.finish(None)
-        worker.stop()
 
 
 def test_a_payload_of_few_values_is_freed_at_once() -> None:
-    recorded, link = Recorded(), CallStartingLink()
-    worker = make_worker([link], recorded)
-    try:
-        assert worker.wait_ready(5)
-        marker = Marker()
-        watch = weakref.ref(marker)
-        listing = Exchange(Side.CLIENT, "tools/list")
-        listing.finish({"tools": [{"name": "t", "inputSchema": {}}], "m": marker})
-        del marker
-        worker.submit(listing)
-        assert wait_for(lambda: link.call is not None and len(recorded.findings) == 1)
-        link.payloads.clear()
+    with listing_handed_over(1) as (watch, _):
         assert wait_for(lambda: watch() is None), "kept although freeing it is cheap"
-    finally:
-        if link.call is not None:
-            link.call.finish(None)
-        worker.stop()
 
 
 def test_a_kept_payload_is_freed_under_sustained_load(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(worker_module, "MAX_KEEP_S", 0.3)
-    recorded, link = Recorded(), CallStartingLink()
-    worker = make_worker([link], recorded)
-    try:
-        assert worker.wait_ready(5)
-        marker = Marker()
-        watch = weakref.ref(marker)
-        listing = Exchange(Side.CLIENT, "tools/list")
-        tools = [{"name": f"t{i}", "inputSchema": {}} for i in range(5000)]
-        listing.finish({"tools": tools, "m": marker})
-        del marker, tools
-        worker.submit(listing)
-        assert wait_for(lambda: link.call is not None and len(recorded.findings) == 1)
-        link.payloads.clear()
+    with listing_handed_over(5000) as (watch, link):
         assert wait_for(lambda: watch() is None), "kept past MAX_KEEP_S while a call was in flight"
         assert link.call is not None and not link.call.end_ns  # still in flight
-    finally:
-        if link.call is not None:
-            link.call.finish(None)
-        worker.stop()
