@@ -99,3 +99,15 @@ def test_counting_in_chunks_pauses_before_each_chunk(threads: int) -> None:
     total = count_in_chunks(len, text, chunk_chars=4_000, threads=threads, pause=lambda: pauses.append(1))
     assert total == len(text)
     assert len(pauses) >= len(text) // 4_000
+
+
+def test_a_forked_child_lets_go_of_its_parents_board() -> None:
+    in_flight = InFlight()
+    fd = in_flight.board_fd()
+    assert fd is not None
+    in_flight._after_fork_in_child()  # what os.register_at_fork runs in the child
+    with pytest.raises(OSError):
+        os.fstat(fd)  # the child's copy of the descriptor is closed
+    child_fd = in_flight.board_fd()
+    assert child_fd is not None  # a board of its own for the child's helper
+    in_flight.add(object())  # publishing keeps working

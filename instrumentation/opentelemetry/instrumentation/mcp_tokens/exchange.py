@@ -124,8 +124,11 @@ class InFlight:
                 self._board = None
 
     def _after_fork_in_child(self) -> None:
-        # The mapping is shared with the parent: the child's helper gets a board of its own.
-        self._board = None
+        # The mapping is shared with the parent: the child's helper gets a board of its own,
+        # and the child lets go of its copies of the parent's (mapping and descriptor).
+        board, self._board = self._board, None
+        if board is not None:
+            board.close()
 
     def busy(self) -> bool:
         """Whether an operation is in flight (and not stale) or the last one's response

@@ -267,7 +267,7 @@ class AnalysisWorker:
     ) -> None:
         self._settings = settings
         # The machine's idle cores (tests give their own).
-        self._spare_cpu_source = spare_cpu
+        self._spare_cpu = spare_cpu if spare_cpu is not None else SpareCpu().cores
         self._on_findings = on_findings
         self._on_skip = on_skip
         self._max_pending = max_pending or settings.queue_size
@@ -298,8 +298,6 @@ class AnalysisWorker:
         self._link_full = False
         self._yielding = False
         self._helper_share = CpuShare(HELPER_SHARE, HELPER_BURST_S)
-        source = self._spare_cpu_source
-        self._spare_cpu = source if source is not None else SpareCpu().cores
         self._helper_cost = HelperCost()
         self._ready = threading.Event()
         self.status: AnalystStatus | None = None
@@ -550,7 +548,7 @@ class AnalysisWorker:
     def _let_go(self, exchange: Exchange, many_values: bool) -> None:
         """Drop our references to the payloads (the analysis has them now). Ours may be the
         last: freeing a payload of many values holds the GIL for as long as it takes (about
-        10 ms per 100,000 objects), so such a payload is kept until a quiet round."""
+        10 ms per 100,000 objects), so such a payload is kept (see `_release_payloads`)."""
         if many_values and len(self._to_release) < MAX_KEPT_PAYLOADS:
             self._to_release.append((time.monotonic(), exchange.request, exchange.response))
         exchange.request = exchange.response = None
