@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import sys
+import threading
 import time
 
 import pytest
@@ -26,10 +27,12 @@ def test_what_the_application_publishes_the_helper_reads() -> None:
     reader = reader_of(board)
     try:
         assert not reader.busy()
-        board.publish(1, 0.0)
+        board.publish(1, 0.0, 0.0)
         assert reader.busy()  # an operation in flight
-        board.publish(0, time.monotonic() + 0.05)
+        assert not reader.alongside()  # no idle CPU for the helper beside it
+        board.publish(0, time.monotonic() + 0.05, 0.25)
         assert reader.busy()  # its response path still settles
+        assert reader.alongside()
         time.sleep(0.06)
         assert not reader.busy()
     finally:
@@ -64,12 +67,12 @@ def test_the_waiter_waits_for_quiet_and_at_most_its_bound() -> None:
     reader = reader_of(board)
     try:
         waiter = QuietWaiter(reader)
-        board.publish(0, time.monotonic() + 0.05)
+        board.publish(0, time.monotonic() + 0.05, 0.1)
         waiter.begin(time.time() + 0.2)
         started = time.monotonic()
         waiter.wait()
         assert 0.04 <= time.monotonic() - started < 0.15  # until the response path settled
-        board.publish(1, 0.0)  # an operation that never ends
+        board.publish(1, 0.0, 0.1)  # an operation that never ends, idle CPU beside it
         waiter.begin(time.time() + 0.2)
         started = time.monotonic()
         waiter.wait()
@@ -82,6 +85,48 @@ def test_the_waiter_waits_for_quiet_and_at_most_its_bound() -> None:
     finally:
         reader.close()
         board.close()
+
+
+def test_without_idle_cpu_the_waiter_waits_past_its_bound_for_quiet() -> None:
+    board = ActivityBoard.create()
+    assert board is not None
+    reader = reader_of(board)
+    try:
+        waiter = QuietWaiter(reader)
+        board.publish(1, 0.0, 0.0)  # calls go on, and the machine has no idle core
+        waiter.begin(time.time() - 1)  # an exchange already past its bound
+        done = threading.Event()
+        thread = threading.Thread(target=lambda: (waiter.wait(), done.set()), daemon=True)
+        thread.start()
+        assert not done.wait(0.3)  # waits on
+        board.publish(0, 0.0, 0.0)  # the calls pause
+        assert done.wait(2)
+        board.publish(1, 0.0, 0.0)
+        done.clear()
+        thread = threading.Thread(target=lambda: (waiter.wait(), done.set()), daemon=True)
+        thread.start()
+        assert not done.wait(0.1)
+        board.publish(1, 0.0, 0.3)  # the machine has idle CPU again: work beside the calls
+        assert done.wait(2)
+    finally:
+        reader.close()
+        board.close()
+
+
+def test_the_helper_share_is_published_for_the_helper() -> None:
+    in_flight = InFlight()
+    fd = in_flight.board_fd()
+    assert fd is not None
+    reader = ActivityBoard.open(os.dup(fd))
+    assert reader is not None
+    try:
+        assert reader.alongside()  # until the worker has read the machine: some
+        in_flight.set_helper_share(0.0)
+        assert not reader.alongside()
+        in_flight.set_helper_share(0.4)
+        assert reader.alongside()
+    finally:
+        reader.close()
 
 
 def test_without_a_board_the_waiter_never_waits() -> None:

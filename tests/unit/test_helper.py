@@ -12,10 +12,16 @@ from dataclasses import replace
 from pathlib import Path
 
 import pytest
-from opentelemetry.instrumentation.mcp_tokens.analyst import Analyst, AnalystStatus, Findings, Job
+from opentelemetry.instrumentation.mcp_tokens.analyst import (
+    ANSWER_WITHIN_S,
+    Analyst,
+    AnalystStatus,
+    Findings,
+    Job,
+)
 from opentelemetry.instrumentation.mcp_tokens.config import Settings
 from opentelemetry.instrumentation.mcp_tokens.engine.analysis import PayloadKind
-from opentelemetry.instrumentation.mcp_tokens.exchange import Exchange, Side
+from opentelemetry.instrumentation.mcp_tokens.exchange import IN_FLIGHT, Exchange, Side
 from opentelemetry.instrumentation.mcp_tokens.helper import (
     HELPER_MAX_WAIT_S,
     LinkClosed,
@@ -206,8 +212,9 @@ def test_the_helper_waits_while_a_call_of_the_application_is_in_flight(link: Pro
 
 
 @linux_only
-def test_the_helper_waits_at_most_its_bound_after_the_response(link: ProcessLink) -> None:
+def test_with_idle_cpu_the_helper_waits_at_most_its_bound_after_the_response(link: ProcessLink) -> None:
     assert isinstance(receive(link, 1)[0], AnalystStatus)
+    IN_FLIGHT.set_helper_share(0.3)  # what the worker publishes on a machine with idle cores
     call = Exchange(Side.CLIENT, "tools/call", target="never-ends")
     text = {"content": [{"type": "text", "text": "word " * 200_000}]}
     try:
@@ -225,6 +232,32 @@ def test_the_helper_waits_at_most_its_bound_after_the_response(link: ProcessLink
         assert time.monotonic() - started < HELPER_MAX_WAIT_S * 0.9
     finally:
         call.finish(None)
+        IN_FLIGHT.set_helper_share(1.0)
+
+
+@linux_only
+def test_without_idle_cpu_the_helper_waits_for_the_calls_to_pause(link: ProcessLink) -> None:
+    assert isinstance(receive(link, 1)[0], AnalystStatus)
+    IN_FLIGHT.set_helper_share(0.0)  # no idle core beside the application's calls
+    call = Exchange(Side.CLIENT, "tools/call", target="goes-on")
+    text = {"content": [{"type": "text", "text": "word " * 1_000}]}
+    try:
+        old = replace(job(1), end_ns=time.time_ns() - int(2 * HELPER_MAX_WAIT_S * 1e9))
+        send(link, old, None, text)
+        time.sleep(0.5)
+        assert link.receive() == [], "the helper analysed beside calls on a machine without idle CPU"
+        call.finish(None)
+        [findings] = receive(link, 1, timeout=10)
+        assert isinstance(findings, Findings) and findings.seq == 1
+        # An exchange the worker has given up already is not analysed.
+        given_up = replace(job(2), end_ns=time.time_ns() - int((ANSWER_WITHIN_S + 1) * 1e9))
+        send(link, given_up, None, text)
+        send(link, job(3), None, text)
+        [findings] = receive(link, 1, timeout=10)
+        assert isinstance(findings, Findings) and findings.seq == 3
+    finally:
+        call.finish(None)
+        IN_FLIGHT.set_helper_share(1.0)
 
 
 def test_the_helper_exits_when_the_instrumented_process_dies() -> None:

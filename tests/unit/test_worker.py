@@ -385,7 +385,7 @@ def test_rounds_under_sustained_load_are_sparse_and_follow_the_cpu_they_used(
 
 def test_work_waits_for_the_calls_in_flight_within_its_lag_budget(monkeypatch: pytest.MonkeyPatch) -> None:
     recorded, link = Recorded(), ScriptedLink()
-    worker = make_worker([link], recorded)
+    worker = make_worker([link], recorded, spare_cpu=lambda: 4.0)  # idle CPU for the helper
     try:
         assert worker.wait_ready(5)
         call = Exchange(Side.CLIENT, "tools/call", target="slow")  # a call in flight
@@ -418,12 +418,13 @@ def test_a_round_waits_for_a_large_response_path_to_settle() -> None:
 def test_under_sustained_load_the_helper_gets_a_share_and_the_rest_is_dropped(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    monkeypatch.setattr(worker_module, "HELPER_BURST_S", 0.001)
+    monkeypatch.setattr(worker_module, "HELPER_BANK_S", 0.01)  # banks 1 ms of CPU
     recorded, link = Recorded(), ScriptedLink()
     worker = make_worker([link], recorded, spare_cpu=lambda: 2.1)  # a share of 0.1
     try:
         assert worker.wait_ready(5)
-        worker._helper_cost.observe(0.0005, 0)  # the helper's cost: about 0.5 ms each
+        for _ in range(60):  # the helper's cost, as it reports it: about 10 ms each
+            worker._helper_cost.observe(0.01, 0)
         call = Exchange(Side.CLIENT, "tools/call", target="busy")  # calls go on and on
         for _ in range(200):
             worker.submit(old_exchange(2 * worker_module.MAX_LAG_S))
@@ -432,15 +433,12 @@ def test_under_sustained_load_the_helper_gets_a_share_and_the_rest_is_dropped(
         dropped = [reason for _, reason in recorded.skipped]
         assert set(dropped) == {semconv.SKIP_OVERLOAD}
         assert len(recorded.findings) + len(dropped) == 200
-        assert len(recorded.findings) < 100
+        assert 1 <= len(recorded.findings) < 100
     finally:
         worker.stop()
 
 
-def test_without_idle_cpu_under_sustained_load_everything_past_the_burst_is_dropped(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    monkeypatch.setattr(worker_module, "HELPER_BURST_S", 0.001)
+def test_without_idle_cpu_under_sustained_load_everything_is_dropped() -> None:
     recorded, link = Recorded(), ScriptedLink()
     worker = make_worker([link], recorded, spare_cpu=lambda: 1.6)  # under two idle cores
     try:
@@ -451,70 +449,10 @@ def test_without_idle_cpu_under_sustained_load_everything_past_the_burst_is_drop
             worker.submit(old_exchange(2 * worker_module.MAX_LAG_S))
         assert worker.drain(10)
         call.finish(None)
-        assert len(recorded.findings) < 10  # what the burst banked at start, nothing more
-        assert len(recorded.skipped) + len(recorded.findings) == 200
+        assert recorded.findings == []  # a share of none banks nothing
+        assert len(recorded.skipped) == 200
     finally:
         worker.stop()
-
-
-@pytest.mark.parametrize(
-    ("spare", "share"),
-    [
-        (None, worker_module.HELPER_SHARE),
-        (0.5, 0.0),
-        (2.0, 0.0),
-        (2.3, 0.3),
-        (6.0, worker_module.HELPER_MAX_SHARE),
-    ],
-)
-def test_the_helper_takes_idle_cpu_beyond_two_cores(spare: float | None, share: float) -> None:
-    assert worker_module.helper_share(spare) == pytest.approx(share)
-
-
-@pytest.mark.skipif(not os.path.exists("/proc/stat"), reason="Linux /proc/stat")
-def test_idle_cores_are_read_from_proc_stat(tmp_path: Any, monkeypatch: pytest.MonkeyPatch) -> None:
-    stat = tmp_path / "stat"
-    now = [100.0]
-    monkeypatch.setattr(worker_module.time, "monotonic", lambda: now[0])
-    monkeypatch.setattr(worker_module.os, "cpu_count", lambda: 4)
-    spare = worker_module.SpareCpu(str(stat))
-    stat.write_text("cpu  100 0 100 800 0 0 0 0 0 0\ncpu0 1 2 3\n")
-    assert spare.cores() is None  # one sample: no interval yet
-    # Over the next second: 100 busy, 300 idle + iowait + nice jiffies of 400.
-    stat.write_text("cpu  150 50 150 1000 50 0 0 0 0 0\n")
-    now[0] += 0.5
-    assert spare.cores() is None  # read at most once a second
-    now[0] += 0.6
-    assert spare.cores() == pytest.approx(4 * 300 / 400)
-    stat.write_text("garbage\n")
-    now[0] += 1.1
-    assert spare.cores() is None
-    assert worker_module.SpareCpu(str(tmp_path / "missing")).cores() is None
-
-
-def test_the_cpu_share_refills_at_its_rate_up_to_its_burst(monkeypatch: pytest.MonkeyPatch) -> None:
-    now = [100.0]
-    monkeypatch.setattr(worker_module.time, "monotonic", lambda: now[0])
-    share = worker_module.CpuShare(0.1, burst_s=0.05)
-    assert share.take(0.04) and share.take(0.04)  # into debt once
-    assert not share.take(0.001)
-    now[0] += 0.2  # refills 0.02 s: still 0.01 s in debt
-    assert not share.take(0.001)
-    now[0] += 0.2
-    assert share.take(0.001)
-    now[0] += 100
-    assert share.take(0.05) and not share.take(0.001)  # no more than the burst banked
-
-
-def test_the_helper_cost_follows_what_the_helper_reports() -> None:
-    cost = worker_module.HelperCost()
-    first = cost.of(50_000)
-    for _ in range(100):
-        cost.observe(0.02, 50_000)  # a helper four times slower than assumed
-    assert cost.of(50_000) == pytest.approx(0.02, rel=0.01)
-    assert cost.of(50_000) > 3 * first
-    cost.observe(0.0, 1)  # nothing measured: no change
-    assert cost.of(50_000) == pytest.approx(0.02, rel=0.01)
 
 
 @pytest.mark.skipif(not hasattr(os, "fork"), reason="needs fork")

@@ -6,12 +6,14 @@ application may wait for the helper's time slice to end (several milliseconds on
 EEVDF scheduler), and that wait lands on a call. So the helper stops between two pieces of
 work while the application has an operation in flight, the way the worker thread does.
 
-The board is two doubles in a shared memory file (Linux `memfd_create`) that the
-application writes and its helper reads: how many operations are in flight, and the
+The board is three doubles in a shared memory file (Linux `memfd_create`) that the
+application writes and its helper reads: how many operations are in flight, the
 `time.monotonic()` (CLOCK_MONOTONIC, the same clock in every process) from which the last
-response path is likely over. A write is two stores into mapped memory (no system call),
-cheap enough for every operation's start and end. Reads and writes are not atomic
-together: a torn read makes one pause a little early or late, nothing more.
+response path is likely over, and the share of a core the helper may take beside calls in
+flight (the worker's reading of the machine's idle CPU, cpu.py). A write is three stores
+into mapped memory (no system call), cheap enough for every operation's start and end.
+Reads and writes are not atomic together: a torn read makes one pause a little early or
+late, nothing more.
 """
 
 from __future__ import annotations
@@ -21,7 +23,7 @@ import mmap
 import os
 import time
 
-_SLOTS = 2  # in flight, quiet from
+_SLOTS = 3  # in flight, quiet from, the helper's share beside calls
 _SIZE = 8 * _SLOTS
 
 
@@ -60,10 +62,15 @@ class ActivityBoard:
     def fileno(self) -> int:
         return self._fd
 
-    def publish(self, in_flight: int, quiet_from: float) -> None:
+    def publish(self, in_flight: int, quiet_from: float, share_alongside: float) -> None:
         slots = self._slots
         slots[0] = in_flight
         slots[1] = quiet_from
+        slots[2] = share_alongside
+
+    def alongside(self) -> bool:
+        """Whether the machine has idle CPU for the helper beside calls in flight."""
+        return self._slots[2] > 0
 
     def busy(self) -> bool:
         slots = self._slots
@@ -79,19 +86,23 @@ class ActivityBoard:
 
 class QuietWaiter:
     """The helper's pause: while the board says the application is busy, sleep in short
-    steps, until the exchange in hand is `HELPER_MAX_WAIT_S` past its response (as the
-    worker waits at most 1 s after a response). Under sustained load the application is
-    never quiet and what reaches the helper is already that old: it is analysed at once,
-    and the worker sends only what the helper's CPU share allows."""
+    steps. Until the exchange in hand is `not_after` (`HELPER_MAX_WAIT_S` past its
+    response, as the worker waits at most 1 s after a response); past it, the helper works
+    alongside the calls only if the board says the machine has idle CPU for it (cpu.py),
+    and otherwise waits on for a quiet moment, looking less often: under
+    sustained load on a machine without idle cores, what the helper holds waits, and what
+    the worker cannot send it is dropped and counted."""
 
     POLL_S = 0.002
+    PATIENT_POLL_S = 0.02
 
     def __init__(self, board: ActivityBoard | None) -> None:
         self._board = board
         self._not_after = 0.0
 
     def begin(self, not_after: float) -> None:
-        """A new exchange, not to be held past `not_after` (a `time.time()`)."""
+        """A new exchange, not to be held past `not_after` (a `time.time()`) if the machine
+        has CPU to spare."""
         self._not_after = not_after
 
     def wait(self) -> None:
@@ -100,6 +111,9 @@ class QuietWaiter:
             return
         while board.busy():
             remaining = self._not_after - time.time()
-            if remaining <= 0:
+            if remaining > 0:
+                time.sleep(min(self.POLL_S, remaining))
+            elif board.alongside():
                 return
-            time.sleep(min(self.POLL_S, remaining))
+            else:
+                time.sleep(self.PATIENT_POLL_S)

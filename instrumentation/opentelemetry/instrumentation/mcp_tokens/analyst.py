@@ -35,6 +35,9 @@ _logger = logging.getLogger(__name__)
 # An exchange whose response completed this long before its analysis starts is estimated
 # instead of counted: exact counting has fallen that far behind (sustained overload).
 MAX_BACKLOG_S = 5.0
+# Findings that come back later than this after the exchange was sent are given up by the
+# worker (counted as `overload`); the helper does not analyse exchanges this old.
+ANSWER_WITHIN_S = 60.0
 
 
 @dataclass(frozen=True, slots=True)

@@ -88,7 +88,10 @@ class InFlight:
         # A finished operation's response path goes on for a while (the server writes the
         # response, the client validates it): quiet only from this time.monotonic() on.
         self._settled_at = 0.0
-        # The same two facts for the analysis helper (activity.py), once it has started.
+        # The share of a core the helper may take beside calls in flight (cpu.py; the
+        # worker reads it from the machine, until then: some).
+        self._helper_share = 1.0
+        # These three facts for the analysis helper (activity.py), once it has started.
         self._board: ActivityBoard | None = None
 
     def add(self, exchange: object) -> None:
@@ -107,6 +110,12 @@ class InFlight:
         self._settled_at = max(self._settled_at, time.monotonic() + seconds)
         self._publish()
 
+    def set_helper_share(self, share: float) -> None:
+        """The helper's share of a core beside calls in flight, for the board."""
+        if share != self._helper_share:
+            self._helper_share = share
+            self._publish()
+
     def board_fd(self) -> int | None:
         """The descriptor of this process's activity board, for a helper to inherit
         (created on first use; None where there is none)."""
@@ -119,7 +128,7 @@ class InFlight:
         board = self._board
         if board is not None:
             try:  # runs on every operation's start and end: never into the caller
-                board.publish(len(self._started), self._settled_at)
+                board.publish(len(self._started), self._settled_at, self._helper_share)
             except Exception:
                 self._board = None
 

@@ -11,7 +11,9 @@ from its stdin and writes findings to its stdout (channel.py), and exits when it
 closes: when the application stops, or dies. Between two pieces of work (a chunk of text
 of at most `HELPER_COUNT_CHUNK_CHARS`, a payload) it waits while the application has an MCP
 operation in flight, as the activity board it shares with the application shows
-(activity.py).
+(activity.py): for `HELPER_MAX_WAIT_S` after the exchange's response, and for as long as
+the calls go on if the machine has no idle CPU for it (cpu.py). An exchange it reaches
+`ANSWER_WITHIN_S` after its response is not analysed: the worker has given it up.
 
 Where no helper can run (no interpreter to start: embedded or frozen applications; or
 `OTEL_INSTRUMENTATION_MCP_TOKENS_ANALYSIS=thread`), `ThreadLink` runs the same analysis
@@ -34,13 +36,14 @@ import signal
 import subprocess
 import sys
 import threading
+import time
 from collections import deque
 from collections.abc import Iterator
 from typing import IO, Protocol
 
 from . import channel
 from .activity import ActivityBoard, QuietWaiter
-from .analyst import Analyst, AnalystStatus, Findings, Job
+from .analyst import ANSWER_WITHIN_S, Analyst, AnalystStatus, Findings, Job
 from .config import Settings
 
 try:
@@ -54,9 +57,9 @@ THREAD_COUNT_CHUNK_CHARS = 1 << 14
 # Characters tokenised per call in the helper (about 3 ms of tokenizer time): how long it
 # may go on before it looks at the activity board again.
 HELPER_COUNT_CHUNK_CHARS = 1 << 16
-# How long after an exchange's response the helper may still wait for the application's
-# operations (past it, it works alongside them: the worker bounds the helper's share under
-# sustained load). The worker's own wait, worker.MAX_LAG_S, is counted from the same moment.
+# How long after an exchange's response the helper waits for the application's operations
+# at least (past it, it works alongside them if the machine has idle CPU for it, cpu.py).
+# The worker's own wait, worker.MAX_LAG_S, is counted from the same moment.
 HELPER_MAX_WAIT_S = 1.0
 # What `os.read` takes from the findings pipe at a time, and how much the jobs pipe holds.
 READ_BYTES = 1 << 16
@@ -406,6 +409,8 @@ class HelperLoop:
                 if self._waiter is not None:
                     self._waiter.begin(job[0].end_ns / 1e9 + HELPER_MAX_WAIT_S)
                     self._waiter.wait()
+                if time.time() - job[0].end_ns / 1e9 > ANSWER_WITHIN_S:
+                    continue  # given up by the worker already (counted there as overload)
                 self._send(channel.FINDINGS, self._findings_of(*job))
         except (BrokenPipeError, KeyboardInterrupt):
             return

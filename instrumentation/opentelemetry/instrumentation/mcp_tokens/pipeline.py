@@ -22,7 +22,7 @@ from .engine.analysis import Analysis
 from .exchange import Exchange
 from .labels import ServerLabels
 from .telemetry import Instruments, Recorder
-from .worker import AnalysisWorker, LinkFactory, open_link
+from .worker import AnalysisWorker, LinkFactory, open_link, yield_gil
 
 _logger = logging.getLogger(__name__)
 
@@ -33,7 +33,7 @@ class Pipeline:
         # The analysis decides which tool and prompt names become label values; these fold
         # alike (it replays what the analysis admitted) for exchanges it never sees.
         self.labels = ServerLabels(settings.max_label_values)
-        self.recorder = Recorder(Instruments(meter))
+        self.recorder = Recorder(Instruments(meter), pause=yield_gil)
         self.worker = AnalysisWorker(settings, self._record, self._skip, link_factory=link_factory)
 
     def start(self) -> None:
@@ -61,8 +61,10 @@ class Pipeline:
                     self._record_estimate(exchange, analysis, findings.backlog)
             self.recorder.record_findings(exchange, findings, send_s)
             self.recorder.record_duration(exchange, self._duration_attributes(exchange, findings.target))
+            self.recorder.pause()
             if exchange.span is not None:
                 self.recorder.annotate_span(exchange.span, findings)
+                self.recorder.pause()
         except Exception:
             _logger.debug("mcp-tokens could not record %s", exchange.method, exc_info=True)
             self._count_failure(exchange)

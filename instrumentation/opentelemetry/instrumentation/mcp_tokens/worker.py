@@ -23,10 +23,13 @@ the way:
 - under sustained load (calls in flight and nothing left to wait) its rounds are
   `BUSY_ROUND_S` apart at least, and `BUSY_RATIO` times the CPU the last one used, so it
   takes at most 1 / (1 + BUSY_RATIO) of the interpreter, and the queue absorbs (then
-  drops) the rest;
+  drops) the rest; it sends the helper only what the helper's share of idle CPU allows
+  (cpu.py) and drops the rest;
 - within a round it runs Python for `SLICE_S` at most before a pause that hands the GIL
-  to any thread waiting for it (`yield_gil`; payloads of many values are encoded under
-  `sliced`, which pauses inside steps too), and for `ROUND_BUDGET_S` in all;
+  to any thread waiting for it (`yield_gil`: between two steps, between the parts of an
+  exchange's record; payloads of many values are encoded under `sliced`, which pauses
+  inside steps too), and for `ROUND_BUDGET_S` in all (`BUSY_ROUND_BUDGET_S` under
+  sustained load);
 - findings that do not come back within `OUTSTANDING_TIMEOUT_S` are given up
   (`overload`: a helper starved of CPU);
 - if the helper exits, the exchanges it held are counted as failed (`analysis_error`)
@@ -48,8 +51,9 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
 from . import semconv
-from .analyst import AnalystStatus, Findings, Job
+from .analyst import ANSWER_WITHIN_S, AnalystStatus, Findings, Job
 from .config import ANALYSIS_PROCESS, ANALYSIS_THREAD, Settings
+from .cpu import HELPER_BANK_S, HELPER_SHARE, CpuShare, HelperCost, SpareCpu, helper_share
 from .engine.blocks import payload_chars, payload_weight
 from .exchange import IN_FLIGHT, Exchange, settle_seconds
 from .helper import Link, LinkClosed, Message, ProcessLink, ThreadLink
@@ -66,7 +70,7 @@ SLICE_S = 0.0002
 ROUND_S = 0.005
 BUSY_ROUND_S = 0.02
 ROUND_BUDGET_S = 0.002
-BUSY_ROUND_BUDGET_S = 0.0005
+BUSY_ROUND_BUDGET_S = 0.0002
 BUSY_RATIO = 4.0
 # With nothing to send, how long a pause waits for the analysis to answer (new exchanges
 # wait at most that long to be sent).
@@ -79,19 +83,8 @@ MAX_LAG_S = 1.0
 # whether calls are in flight or not (sustained load has no quiet round).
 MAX_KEPT_PAYLOADS = 8
 MAX_KEEP_S = 5.0
-# Under sustained load the helper's analysis may take idle CPU only: the machine's idle
-# cores (Linux /proc/stat, over the last second; nice time counts as idle, it is the
-# helpers') beyond two kept free for the application's wake-ups, at most half a core, and
-# nothing on a machine without that much idle (a helper running on the cores the calls
-# need costs them its scheduler slices). It may bank HELPER_BURST_S of CPU time while idle.
-# Past it, exchanges are dropped and counted. Without /proc/stat: HELPER_SHARE.
-HELPER_MAX_SHARE = 0.5
-HELPER_SHARE = 0.1
-HELPER_BURST_S = 0.25
-KEEP_FREE_CORES = 2.0
-SPARE_EVERY_S = 1.0
 # Findings that take longer than this to come back are given up (looked for this often).
-OUTSTANDING_TIMEOUT_S = 60.0
+OUTSTANDING_TIMEOUT_S = ANSWER_WITHIN_S
 EXPIRY_EVERY_S = 1.0
 # Pauses before a new helper after one exited: doubling from the first, up to the last.
 RESTART_PAUSE_S = 1.0
@@ -146,94 +139,6 @@ def needs_slicing(request: object, response: object, *, by_chars: bool = True) -
 
 def open_link(settings: Settings, mode: str) -> Link:
     return ProcessLink(settings) if mode == ANALYSIS_PROCESS else ThreadLink(settings)
-
-
-class CpuShare:
-    """A token bucket of CPU seconds: `share` of a core, `burst_s` at most in hand."""
-
-    def __init__(self, share: float, burst_s: float) -> None:
-        self.share = share
-        self._burst_s = burst_s
-        self._credit = burst_s
-        self._at = time.monotonic()
-
-    def take(self, cost_s: float) -> bool:
-        """Spend `cost_s` if there is credit left (it may go below zero once)."""
-        now = time.monotonic()
-        self._credit = min(self._burst_s, self._credit + (now - self._at) * self.share)
-        self._at = now
-        if self._credit <= 0:
-            return False
-        self._credit -= cost_s
-        return True
-
-
-class SpareCpu:
-    """The machine's idle cores over the last `SPARE_EVERY_S` (Linux), read at most that
-    often; None where /proc/stat cannot be read."""
-
-    def __init__(self, path: str = "/proc/stat") -> None:
-        self._path = path
-        self._cpus = os.cpu_count() or 1
-        self._at = 0.0
-        self._last: tuple[int, int] | None = None
-        self._cores: float | None = None
-
-    def cores(self) -> float | None:
-        now = time.monotonic()
-        if now - self._at < SPARE_EVERY_S:
-            return self._cores
-        self._at = now
-        sample = self._sample()
-        if sample is None:
-            self._last = self._cores = None
-            return None
-        if self._last is not None and sample[0] > self._last[0]:
-            total, idle = sample[0] - self._last[0], sample[1] - self._last[1]
-            self._cores = self._cpus * idle / total
-        self._last = sample
-        return self._cores
-
-    def _sample(self) -> tuple[int, int] | None:
-        """(all jiffies, idle + iowait + nice jiffies) of the machine."""
-        try:
-            with open(self._path, "rb") as stat:
-                fields = stat.readline().split()
-        except OSError:
-            return None
-        if len(fields) < 6 or fields[0] != b"cpu":
-            return None
-        try:
-            user, nice, system, idle, iowait, *rest = (int(value) for value in fields[1:])
-        except ValueError:
-            return None
-        return user + nice + system + idle + iowait + sum(rest[:3]), idle + iowait + nice
-
-
-def helper_share(spare_cores: float | None) -> float:
-    """The share of a core the helper may take under sustained load (see HELPER_MAX_SHARE)."""
-    if spare_cores is None:
-        return HELPER_SHARE
-    return max(0.0, min(HELPER_MAX_SHARE, spare_cores - KEEP_FREE_CORES))
-
-
-class HelperCost:
-    """What the helper's analysis of an exchange costs, learnt from its findings: CPU
-    seconds per character (plus a fixed part), averaged over the recent exchanges."""
-
-    FIXED_CHARS = 1000
-    SMOOTHING = 0.1
-
-    def __init__(self, seconds_per_char: float = 1.25e-7) -> None:
-        self._seconds_per_char = seconds_per_char
-
-    def of(self, weight: int) -> float:
-        return self._seconds_per_char * (weight + self.FIXED_CHARS)
-
-    def observe(self, analysis_s: float, weight: int) -> None:
-        if analysis_s > 0:
-            rate = analysis_s / (weight + self.FIXED_CHARS)
-            self._seconds_per_char += self.SMOOTHING * (rate - self._seconds_per_char)
 
 
 @dataclass
@@ -297,7 +202,7 @@ class AnalysisWorker:
         self._next_expiry = 0.0
         self._link_full = False
         self._yielding = False
-        self._helper_share = CpuShare(HELPER_SHARE, HELPER_BURST_S)
+        self._helper_share = CpuShare(HELPER_SHARE, HELPER_BANK_S)
         self._helper_cost = HelperCost()
         self._ready = threading.Event()
         self.status: AnalystStatus | None = None
@@ -384,6 +289,8 @@ class AnalysisWorker:
 
     def _run(self) -> None:
         used = 0.0
+        with contextlib.suppress(Exception):
+            self._publish_helper_share()
         while True:
             with self._condition:
                 # Until the analysis reports ready, keep going: the link opens at once (the
@@ -542,8 +449,15 @@ class AnalysisWorker:
         nothing: what it costs then is not charged, and nothing is dropped."""
         if self._yielding or not IN_FLIGHT.busy():
             return False
-        self._helper_share.share = helper_share(self._spare_cpu())
+        self._publish_helper_share()
         return not self._helper_share.take(self._helper_cost.of(weight))
+
+    def _publish_helper_share(self) -> None:
+        """The helper's share of idle CPU: for the worker's sending, and on the activity
+        board for the helper's waits."""
+        share = helper_share(self._spare_cpu())
+        self._helper_share.share = share
+        IN_FLIGHT.set_helper_share(share)
 
     def _let_go(self, exchange: Exchange, many_values: bool) -> None:
         """Drop our references to the payloads (the analysis has them now). Ours may be the
@@ -570,7 +484,10 @@ class AnalysisWorker:
         budget = ROUND_BUDGET_S if self._yielding else BUSY_ROUND_BUDGET_S
         if time.thread_time() - started >= budget:
             return False
-        return not (self._yielding and IN_FLIGHT.busy())
+        if not self._yielding:
+            yield_gil()
+            return True
+        return not IN_FLIGHT.busy()
 
     def _take_queued(self) -> tuple[Exchange, int] | None:
         with self._condition:
