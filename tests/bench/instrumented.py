@@ -58,6 +58,7 @@ from importlib.metadata import version
 from pathlib import Path
 from typing import Any
 
+from opentelemetry.instrumentation.mcp_tokens.config import Settings
 from opentelemetry.instrumentation.mcp_tokens.engine.tokenizer import load_bundled_encoding
 from opentelemetry.instrumentation.mcp_tokens.worker import MAX_LAG_S
 
@@ -278,9 +279,12 @@ class Bench:
     @staticmethod
     def _sustained(cell: Cell) -> bool:
         """Whether the block's calls went on back to back for longer than the analysis
-        waits for calls in flight (worker.MAX_LAG_S): then it may drop (sustained load)."""
+        waits for calls in flight (worker.MAX_LAG_S), or handed a process more exchanges
+        than its queue holds (QUEUE_SIZE, in memory each call is two): then it may drop."""
         block = cell.blocks["instrumented"][-1] if cell.blocks["instrumented"] else []
-        return cell.think_s == 0 and sum(block) > MAX_LAG_S
+        exchanges = (2 if cell.transport == "memory" else 1) * (len(block) + cell.plan.warmup)
+        overflows = exchanges > Settings.load().queue_size
+        return cell.think_s == 0 and (sum(block) > MAX_LAG_S or overflows)
 
 
 def prepare_payloads(payload_dir: Path, sizes: list[int]) -> dict[int, int]:

@@ -10,17 +10,26 @@ from opentelemetry.instrumentation.mcp_tokens import cpu
 
 
 @pytest.mark.parametrize(
-    ("spare", "share"),
+    ("spare", "cpus", "share"),
     [
-        (None, cpu.HELPER_SHARE),
-        (0.5, 0.0),
-        (2.0, 0.0),
-        (2.3, 0.3),
-        (6.0, cpu.HELPER_MAX_SHARE),
+        (None, 8, cpu.HELPER_SHARE),
+        (0.5, 8, 0.0),
+        (2.0, 8, 0.0),
+        (2.3, 8, 0.3),
+        (6.0, 8, cpu.HELPER_MAX_SHARE),
+        # Two cores: one kept free. A client and a server calling back to back leave less
+        # than one idle; a single slow call in flight leaves nearly two.
+        (0.8, 2, 0.0),
+        (1.2, 2, 0.2),
+        (1.9, 2, cpu.HELPER_MAX_SHARE),
+        (0.4, 1, 0.0),
+        (0.9, 1, 0.4),
     ],
 )
-def test_the_helper_takes_idle_cpu_beyond_two_cores(spare: float | None, share: float) -> None:
-    assert cpu.helper_share(spare) == pytest.approx(share)
+def test_the_helper_takes_idle_cpu_beyond_what_is_kept_free(
+    spare: float | None, cpus: int, share: float
+) -> None:
+    assert cpu.helper_share(spare, cpus) == pytest.approx(share)
 
 
 @pytest.mark.skipif(not os.path.exists("/proc/stat"), reason="Linux /proc/stat")
@@ -30,6 +39,7 @@ def test_idle_cores_are_read_from_proc_stat(tmp_path: Path, monkeypatch: pytest.
     monkeypatch.setattr(cpu.time, "monotonic", lambda: now[0])
     monkeypatch.setattr(cpu.os, "cpu_count", lambda: 4)
     spare = cpu.SpareCpu(str(stat))
+    assert spare.cpus == 4
     stat.write_text("cpu  100 0 100 800 0 0 0 0 0 0\ncpu0 1 2 3\n")
     assert spare.cores() == pytest.approx(4 * 800 / 1000)  # the first reading: since boot
     # Over the next second: 100 busy, 300 idle + iowait + nice jiffies of 400.

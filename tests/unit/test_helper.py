@@ -72,6 +72,8 @@ def receive(
 
 @pytest.fixture
 def link() -> Iterator[ProcessLink]:
+    # A worker of an earlier test may have published "no idle CPU" for the helper.
+    IN_FLIGHT.set_helper_share(1.0)
     opened = ProcessLink(Settings())
     try:
         yield opened

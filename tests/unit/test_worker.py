@@ -420,7 +420,7 @@ def test_under_sustained_load_the_helper_gets_a_share_and_the_rest_is_dropped(
 ) -> None:
     monkeypatch.setattr(worker_module, "HELPER_BANK_S", 0.01)  # banks 1 ms of CPU
     recorded, link = Recorded(), ScriptedLink()
-    worker = make_worker([link], recorded, spare_cpu=lambda: 2.1)  # a share of 0.1
+    worker = make_worker([link], recorded, spare_cpu=lambda: 2.1, cpus=8)  # a share of 0.1
     try:
         assert worker.wait_ready(5)
         for _ in range(60):  # the helper's cost, as it reports it: about 10 ms each
@@ -440,7 +440,7 @@ def test_under_sustained_load_the_helper_gets_a_share_and_the_rest_is_dropped(
 
 def test_without_idle_cpu_under_sustained_load_everything_is_dropped() -> None:
     recorded, link = Recorded(), ScriptedLink()
-    worker = make_worker([link], recorded, spare_cpu=lambda: 1.6)  # under two idle cores
+    worker = make_worker([link], recorded, spare_cpu=lambda: 1.6, cpus=8)  # under two idle cores
     try:
         assert worker.wait_ready(5)
         worker._helper_cost.observe(0.0005, 0)

@@ -6,10 +6,11 @@ calls on the cores they need: a 2-core machine running an instrumented stdio cli
 server back to back, with 50 KB results, went from 2.8 to 5.8 ms at p99 when the two
 helpers counted alongside the calls. So the helper may take idle CPU only: the machine's
 idle cores (Linux /proc/stat, over the last second; nice time counts as idle, it is the
-helpers') beyond `KEEP_FREE_CORES` kept free for the application's wake-ups, at most
-`HELPER_MAX_SHARE` of a core. On a machine without that much idle the share is none, and
-what the analysis cannot take is dropped and counted (`mcp_tokens.analysis.skipped`,
-reason `overload`). Where /proc/stat cannot be read: `HELPER_SHARE`.
+helpers') beyond those kept free for the application's wake-ups (`KEEP_FREE_CORES`, or
+half the machine's cores if that is fewer), at most `HELPER_MAX_SHARE` of a core. On a
+machine without that much idle the share is none, and what the analysis cannot take is
+dropped and counted (`mcp_tokens.analysis.skipped`, reason `overload`). Where /proc/stat
+cannot be read: `HELPER_SHARE`.
 
 The worker (worker.py) sends the helper only what the share allows (`CpuShare`, priced by
 `HelperCost`), and publishes the share on the activity board (activity.py): the helper
@@ -36,7 +37,7 @@ class SpareCpu:
 
     def __init__(self, path: str = "/proc/stat") -> None:
         self._path = path
-        self._cpus = os.cpu_count() or 1
+        self.cpus = os.cpu_count() or 1
         self._at = 0.0
         self._last: tuple[int, int] | None = None
         self._cores: float | None = None
@@ -53,7 +54,7 @@ class SpareCpu:
         before = self._last if self._last is not None else (0, 0)
         if sample[0] > before[0]:
             total, idle = sample[0] - before[0], sample[1] - before[1]
-            self._cores = self._cpus * idle / total
+            self._cores = self.cpus * idle / total
         self._last = sample
         return self._cores
 
@@ -73,11 +74,12 @@ class SpareCpu:
         return user + nice + system + idle + iowait + sum(rest[:3]), idle + iowait + nice
 
 
-def helper_share(spare_cores: float | None) -> float:
-    """The share of a core the helper may take under sustained load."""
+def helper_share(spare_cores: float | None, cpus: int) -> float:
+    """The share of a core the helper may take beside calls in flight."""
     if spare_cores is None:
         return HELPER_SHARE
-    return max(0.0, min(HELPER_MAX_SHARE, spare_cores - KEEP_FREE_CORES))
+    keep_free = min(KEEP_FREE_CORES, cpus / 2)
+    return max(0.0, min(HELPER_MAX_SHARE, spare_cores - keep_free))
 
 
 class CpuShare:

@@ -169,10 +169,13 @@ class AnalysisWorker:
         max_pending_chars: int = 256 << 20,
         link_factory: LinkFactory = open_link,
         spare_cpu: Callable[[], float | None] | None = None,
+        cpus: int | None = None,
     ) -> None:
         self._settings = settings
-        # The machine's idle cores (tests give their own).
-        self._spare_cpu = spare_cpu if spare_cpu is not None else SpareCpu().cores
+        # The machine's idle cores (tests give their own), and its cores.
+        machine = SpareCpu()
+        self._spare_cpu = spare_cpu if spare_cpu is not None else machine.cores
+        self._cpus = cpus if cpus is not None else machine.cpus
         self._on_findings = on_findings
         self._on_skip = on_skip
         self._max_pending = max_pending or settings.queue_size
@@ -346,6 +349,7 @@ class AnalysisWorker:
         link = self._current_link()
         if link is None:
             return
+        self._publish_helper_share()  # what the helper may take beside calls, kept current
         self._yielding = self._deferral_s() > 0
         try:
             self._arrived.extend(link.receive())
@@ -455,7 +459,7 @@ class AnalysisWorker:
     def _publish_helper_share(self) -> None:
         """The helper's share of idle CPU: for the worker's sending, and on the activity
         board for the helper's waits."""
-        share = helper_share(self._spare_cpu())
+        share = helper_share(self._spare_cpu(), self._cpus)
         self._helper_share.share = share
         IN_FLIGHT.set_helper_share(share)
 
