@@ -315,8 +315,7 @@ class AnalysisWorker:
         self._abandon_sent(semconv.SKIP_SHUTDOWN)
 
     def _pause_before_round(self, used: float) -> None:
-        deferral = self._deferral_s()
-        spacing = ROUND_S if deferral > 0 else BUSY_ROUND_S
+        spacing = BUSY_ROUND_S if self._sustained() else ROUND_S
         time.sleep(max(spacing, BUSY_RATIO * used))
         link = self._link
         if link is None:  # waiting to restart the analysis
@@ -345,12 +344,17 @@ class AnalysisWorker:
             return MAX_LAG_S
         return MAX_LAG_S - (time.time_ns() - oldest) / 1e9
 
+    def _sustained(self) -> bool:
+        """Calls are in flight and the work in hand may not wait for them any longer. A
+        backlog older than that with no call in flight is handled at full pace."""
+        return self._deferral_s() <= 0 and IN_FLIGHT.busy()
+
     def _round(self, started: float) -> None:
         link = self._current_link()
         if link is None:
             return
         self._publish_helper_share()  # what the helper may take beside calls, kept current
-        self._yielding = self._deferral_s() > 0
+        self._yielding = not self._sustained()
         try:
             self._arrived.extend(link.receive())
             self._handle_arrived(started)
