@@ -196,6 +196,7 @@ class AnalysisWorker:
         self._pending_chars = 0
         self._next_seq = 0
         self._idle = True
+        self._in_round = False
         self._stopping = False
         self._started = False
         self._thread: threading.Thread | None = None
@@ -288,7 +289,11 @@ class AnalysisWorker:
 
     # --- the worker thread ----------------------------------------------------------------
     def _has_work(self) -> bool:
-        return bool(self._queue or self._sent or self._sending or self._arrived or self._to_release)
+        # A round in progress may hold an exchange taken from the queue or the sent ones
+        # and not recorded yet (its span not ended): drain() waits for the round too.
+        return bool(
+            self._in_round or self._queue or self._sent or self._sending or self._arrived or self._to_release
+        )
 
     def _run(self) -> None:
         used = 0.0
@@ -307,10 +312,16 @@ class AnalysisWorker:
                     break
             self._pause_before_round(used)
             started = time.thread_time()
+            with self._condition:
+                self._in_round = True
             try:
                 self._round(started)
             except Exception:
                 _logger.debug("mcp-tokens analysis round failed", exc_info=True)
+            finally:
+                with self._condition:
+                    self._in_round = False
+                    self._condition.notify_all()
             used = time.thread_time() - started
         self._abandon_sent(semconv.SKIP_SHUTDOWN)
 
