@@ -7,13 +7,16 @@ import subprocess
 import sys
 import textwrap
 import time
+from collections import deque
 from collections.abc import Iterator
 from dataclasses import replace
 from pathlib import Path
 
 import pytest
+from opentelemetry.instrumentation.mcp_tokens import helper as helper_module
 from opentelemetry.instrumentation.mcp_tokens.analyst import (
     ANSWER_WITHIN_S,
+    MAX_BACKLOG_S,
     Analyst,
     AnalystStatus,
     Findings,
@@ -26,6 +29,7 @@ from opentelemetry.instrumentation.mcp_tokens.helper import (
     HELPER_MAX_WAIT_S,
     LinkClosed,
     ProcessLink,
+    ReadAhead,
     ThreadLink,
     helper_command,
 )
@@ -307,3 +311,67 @@ def test_the_thread_link_answers_like_the_helper() -> None:
         assert findings.response is not None and findings.response.exact
     finally:
         link.close()
+
+
+@linux_only
+def test_held_exchanges_wait_for_quiet_even_beside_idle_cpu_and_are_counted_exactly(
+    link: ProcessLink,
+) -> None:
+    assert isinstance(receive(link, 1)[0], AnalystStatus)
+    IN_FLIGHT.set_helper_share(0.3)  # idle CPU: only the worker's `hold` keeps it waiting
+    call = Exchange(Side.CLIENT, "tools/call", target="goes-on")
+    # Together more than the pipe holds: the helper reads them ahead while it waits.
+    text = {"content": [{"type": "text", "text": "word " * 100_000}]}
+    ended_ns = time.time_ns() - int((MAX_BACKLOG_S + 1) * 1e9)
+    try:
+        for seq in range(1, 9):
+            send(link, replace(job(seq), end_ns=ended_ns, hold=True), None, text, timeout=10)
+        time.sleep(0.3)
+        assert link.receive() == [], "the helper analysed a held exchange beside calls"
+    finally:
+        call.finish(None)
+        IN_FLIGHT.set_helper_share(1.0)
+    found = receive(link, 8, timeout=30)
+    assert [f.seq for f in found if isinstance(f, Findings)] == list(range(1, 9))
+    for findings in found:
+        assert isinstance(findings, Findings) and findings.response is not None
+        assert findings.response.exact and not findings.backlog
+
+
+def test_the_read_ahead_stops_at_its_bound(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(helper_module, "HOLD_JOBS", 3)
+    monkeypatch.setattr(helper_module, "HOLD_BYTES", 1000)
+    reads: list[int] = []
+
+    def read() -> tuple[Job, object, object, int] | None:
+        if len(reads) == 10:
+            return None
+        reads.append(len(reads))
+        return job(len(reads)), None, None, 400
+
+    ahead = ReadAhead(read)
+    time.sleep(0.2)
+    assert len(reads) == 3  # 1200 bytes held: past HOLD_BYTES
+    taken = ahead.take()
+    assert taken is not None and taken[0].seq == 1
+    time.sleep(0.2)
+    assert len(reads) == 4
+    seqs = [1]
+    while (taken := ahead.take()) is not None:
+        seqs.append(taken[0].seq)
+    assert seqs == list(range(1, 11))
+
+
+def test_the_read_ahead_hands_on_what_the_reading_raised_after_what_it_read() -> None:
+    entries: deque[tuple[Job, object, object, int]] = deque([(job(1), None, None, 10)])
+
+    def read() -> tuple[Job, object, object, int] | None:
+        if entries:
+            return entries.popleft()
+        raise ValueError("a frame that is not a job")
+
+    ahead = ReadAhead(read)
+    taken = ahead.take()
+    assert taken is not None and taken[0].seq == 1
+    with pytest.raises(ValueError, match="not a job"):
+        ahead.take()

@@ -88,10 +88,10 @@ class QuietWaiter:
     """The helper's pause: while the board says the application is busy, sleep in short
     steps. Until the exchange in hand is `not_after` (`HELPER_MAX_WAIT_S` past its
     response, as the worker waits at most 1 s after a response); past it, the helper works
-    alongside the calls only if the board says the machine has idle CPU for it (cpu.py),
-    and otherwise waits on for a quiet moment, looking less often: under
-    sustained load on a machine without idle cores, what the helper holds waits, and what
-    the worker cannot send it is dropped and counted."""
+    alongside the calls only if the board says the machine has idle CPU for it (cpu.py)
+    and the worker did not send the exchange to be held, and otherwise waits on for a
+    quiet moment, looking less often: under sustained load on a machine without idle
+    cores, what the helper holds waits, and what it cannot hold is dropped and counted."""
 
     POLL_S = 0.002
     PATIENT_POLL_S = 0.02
@@ -99,11 +99,13 @@ class QuietWaiter:
     def __init__(self, board: ActivityBoard | None) -> None:
         self._board = board
         self._not_after = 0.0
+        self._may_go_alongside = True
 
-    def begin(self, not_after: float) -> None:
+    def begin(self, not_after: float, *, hold: bool = False) -> None:
         """A new exchange, not to be held past `not_after` (a `time.time()`) if the machine
-        has CPU to spare."""
+        has CPU to spare; with `hold`, held for a quiet moment however long the calls go on."""
         self._not_after = not_after
+        self._may_go_alongside = not hold
 
     def wait(self) -> None:
         board = self._board
@@ -113,7 +115,7 @@ class QuietWaiter:
             remaining = self._not_after - time.time()
             if remaining > 0:
                 time.sleep(min(self.POLL_S, remaining))
-            elif board.alongside():
+            elif self._may_go_alongside and board.alongside():
                 return
             else:
                 time.sleep(self.PATIENT_POLL_S)

@@ -56,6 +56,9 @@ class Job:
     response_kind: PayloadKind | None
     # The sender's queue is half full: exact counting cannot keep up, estimate.
     behind: bool = False
+    # Sent while the application's calls go on and the helper's share of CPU beside them
+    # is spent (cpu.py): analyse it in the next quiet moment, never alongside the calls.
+    hold: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -219,11 +222,15 @@ class Analyst:
     def _is_backlog(self, job: Job) -> bool:
         """Whether to estimate: the sender is behind, or the exchange waited `MAX_BACKLOG_S`.
         Exchanges that waited for the tokenizer to load are counted (start-up is not
-        overload), and without an exact tokenizer there is nothing cheaper to fall back to."""
+        overload), and so are exchanges held for a quiet moment (their wait was for the
+        calls, not for the counting); without an exact tokenizer there is nothing cheaper
+        to fall back to."""
         loaded_ns = self.loader.loaded_ns
         if loaded_ns == 0 or job.end_ns < loaded_ns or not self.analyzer().counter.exact:
             return False
-        return job.behind or time.time_ns() - job.end_ns >= MAX_BACKLOG_S * 1e9
+        if job.behind:
+            return True
+        return not job.hold and time.time_ns() - job.end_ns >= MAX_BACKLOG_S * 1e9
 
     def _server_label(self, name: str | None, admitted: list[tuple[str | None, str]]) -> str:
         if name and self.labels.servers.admit(name):

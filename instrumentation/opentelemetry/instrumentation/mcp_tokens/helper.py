@@ -12,8 +12,11 @@ closes: when the application stops, or dies. Between two pieces of work (a chunk
 of at most `HELPER_COUNT_CHUNK_CHARS`, a payload) it waits while the application has an MCP
 operation in flight, as the activity board it shares with the application shows
 (activity.py): for `HELPER_MAX_WAIT_S` after the exchange's response, and for as long as
-the calls go on if the machine has no idle CPU for it (cpu.py). An exchange it reaches
-`ANSWER_WITHIN_S` after its response is not analysed: the worker has given it up.
+the calls go on if the machine has no idle CPU for it or the worker sent the exchange to
+be held (`Job.hold`, cpu.py). It reads jobs ahead while it waits (`ReadAhead`, at most
+`HOLD_JOBS` / `HOLD_BYTES`), so a burst longer than the worker's wait is held here for the
+next quiet moment. An exchange it reaches `ANSWER_WITHIN_S` after its response is not
+analysed: the worker has given it up.
 
 Where no helper can run (no interpreter to start: embedded or frozen applications; or
 `OTEL_INSTRUMENTATION_MCP_TOKENS_ANALYSIS=thread`), `ThreadLink` runs the same analysis
@@ -38,7 +41,7 @@ import sys
 import threading
 import time
 from collections import deque
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import IO, Protocol
 
 from . import channel
@@ -65,7 +68,15 @@ HELPER_MAX_WAIT_S = 1.0
 READ_BYTES = 1 << 16
 PIPE_BYTES = 1 << 20
 
+# What the helper reads ahead of its analysis at most (jobs, and bytes of their frames):
+# exchanges held for a quiet moment wait here rather than in the instrumented process's
+# queue, where they would fill it and be dropped on the caller's path. One job is always
+# read, whatever its size.
+HOLD_JOBS = 256
+HOLD_BYTES = 16 << 20
+
 Message = Findings | AnalystStatus
+ReadJob = tuple[Job, object, object, int]  # the job, its request, its response, frame bytes
 
 
 class LinkClosed(Exception):
@@ -397,21 +408,28 @@ class HelperLoop:
         self._findings = findings
         self._waiter = waiter
         self._write_lock = threading.Lock()
+        # Findings go after the status: the worker learns the encoding before any count.
+        self._announced = threading.Event()
 
     def run(self) -> None:
         self._analyst.start()
         threading.Thread(target=self._announce, name="mcp-tokens-ready", daemon=True).start()
+        ahead = ReadAhead(self._read_job)
         try:
             while True:
-                job = self._read_job()
-                if job is None:
+                taken = ahead.take()
+                if taken is None:
                     return
+                job, request, response = taken
                 if self._waiter is not None:
-                    self._waiter.begin(job[0].end_ns / 1e9 + HELPER_MAX_WAIT_S)
+                    self._waiter.begin(job.end_ns / 1e9 + HELPER_MAX_WAIT_S, hold=job.hold)
                     self._waiter.wait()
-                if time.time() - job[0].end_ns / 1e9 > ANSWER_WITHIN_S:
+                if time.time() - job.end_ns / 1e9 > ANSWER_WITHIN_S:
                     continue  # given up by the worker already (counted there as overload)
-                self._send(channel.FINDINGS, self._findings_of(*job))
+                findings = self._findings_of(job, request, response)
+                del taken, request, response
+                self._announced.wait()
+                self._send(channel.FINDINGS, findings)
         except (BrokenPipeError, KeyboardInterrupt):
             return
 
@@ -423,15 +441,19 @@ class HelperLoop:
         return self._analyst.analyse(job, request, response)
 
     def _announce(self) -> None:
-        with contextlib.suppress(OSError):
-            self._send(channel.READY, self._analyst.status())
+        # On a thread: jobs are read (and the pipe kept drained) while the tokenizer loads.
+        try:
+            with contextlib.suppress(OSError):
+                self._send(channel.READY, self._analyst.status())
+        finally:
+            self._announced.set()
 
     def _send(self, kind: bytes, value: object) -> None:
         data = channel.message(kind, value)
         with self._write_lock:
             self._findings.write(data)
 
-    def _read_job(self) -> tuple[Job, object, object] | None:
+    def _read_job(self) -> ReadJob | None:
         header = channel.read_frame(self._jobs)
         if header is None:
             return None
@@ -439,18 +461,21 @@ class HelperLoop:
         if kind != channel.JOB:
             raise ValueError(f"expected a job, got frame {kind!r}")
         job, has_request, has_response = pickle.loads(body)
-        request = self._read_payload() if has_request else None
-        response = self._read_payload() if has_response else None
-        return job, request, response
+        request, request_bytes = self._read_payload() if has_request else (None, 0)
+        response, response_bytes = self._read_payload() if has_response else (None, 0)
+        return job, request, response, len(body) + request_bytes + response_bytes
 
-    def _read_payload(self) -> object:
+    def _read_payload(self) -> tuple[object, int]:
+        """A payload, and the bytes of its frames."""
         payload = channel.PayloadBuilder()
         failure: str | None = None
+        size = 0
         while True:
             frame = channel.read_frame(self._jobs)
             if frame is None:
                 raise BrokenPipeError("the instrumented process closed the channel mid-payload")
             kind, body = frame
+            size += len(body)
             if kind == channel.END:
                 break
             try:
@@ -458,9 +483,65 @@ class HelperLoop:
             except (ValueError, pickle.UnpicklingError) as exc:
                 failure = failure or type(exc).__name__
         try:
-            return _Undecodable(failure) if failure else payload.build()
+            return (_Undecodable(failure) if failure else payload.build()), size
         except (ValueError, RecursionError) as exc:  # not what the sender encodes; never fatal
-            return _Undecodable(type(exc).__name__)
+            return _Undecodable(type(exc).__name__), size
+
+
+class ReadAhead:
+    """Reads jobs on a thread of its own while the analysis works or waits, up to
+    `HOLD_JOBS` and `HOLD_BYTES` ahead of it: the instrumented process's pipe stays open
+    for what the helper holds for a quiet moment, and fills (the worker then drops what
+    it has, off the calls' path) only once the helper holds all it may."""
+
+    def __init__(self, read: Callable[[], ReadJob | None]) -> None:
+        self._read = read
+        self._held: deque[ReadJob] = deque()
+        self._bytes = 0
+        self._ended = False
+        self._failure: BaseException | None = None
+        self._condition = threading.Condition()
+        threading.Thread(target=self._run, name="mcp-tokens-read-ahead", daemon=True).start()
+
+    def take(self) -> tuple[Job, object, object] | None:
+        """The next job (waits for one); None once the instrumented process closed the
+        channel. Raises what the reading raised, once what was read before is taken."""
+        with self._condition:
+            while not self._held and not self._ended:
+                self._condition.wait()
+            if self._held:
+                job, request, response, size = self._held.popleft()
+                self._bytes -= size
+                self._condition.notify_all()
+                return job, request, response
+            if self._failure is not None:
+                raise self._failure
+            return None
+
+    def _full(self) -> bool:
+        held = self._held
+        return len(held) >= HOLD_JOBS or (bool(held) and self._bytes >= HOLD_BYTES)
+
+    def _run(self) -> None:
+        try:
+            while True:
+                with self._condition:
+                    while self._full():
+                        self._condition.wait()
+                read = self._read()
+                if read is None:
+                    return
+                with self._condition:
+                    self._held.append(read)
+                    self._bytes += read[3]
+                    self._condition.notify_all()
+                del read
+        except BaseException as exc:  # the analysis loop raises it in its own thread
+            self._failure = exc
+        finally:
+            with self._condition:
+                self._ended = True
+                self._condition.notify_all()
 
 
 class _Undecodable:

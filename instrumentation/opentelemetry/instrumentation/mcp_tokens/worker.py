@@ -23,8 +23,9 @@ the way:
 - under sustained load (calls in flight and nothing left to wait) its rounds are
   `BUSY_ROUND_S` apart at least, and `BUSY_RATIO` times the CPU the last one used, so it
   takes at most 1 / (1 + BUSY_RATIO) of the interpreter, and the queue absorbs (then
-  drops) the rest; it sends the helper only what the helper's share of idle CPU allows
-  (cpu.py) and drops the rest;
+  drops) the rest; what exceeds the helper's share of idle CPU (cpu.py) it sends to be
+  held for the next quiet moment (`Job.hold`), and once the helper holds all it may (its
+  pipe stays full), it drops what is queued;
 - within a round it runs Python for `SLICE_S` at most before a pause that hands the GIL
   to any thread waiting for it (`yield_gil`: between two steps, between the parts of an
   exchange's record; payloads of many values are encoded under `sliced`, which pauses
@@ -72,6 +73,10 @@ BUSY_ROUND_S = 0.02
 ROUND_BUDGET_S = 0.002
 BUSY_ROUND_BUDGET_S = 0.0002
 BUSY_RATIO = 4.0
+# How long the helper's pipe stays full under sustained load before what is queued is
+# dropped: the helper then holds all it may (helper.HOLD_JOBS / HOLD_BYTES), not merely
+# reading a large payload.
+LINK_STUCK_S = 0.1
 # With nothing to send, how long a pause waits for the analysis to answer (new exchanges
 # wait at most that long to be sent).
 AWAIT_S = 0.05
@@ -205,6 +210,7 @@ class AnalysisWorker:
         self._retry_at = 0.0
         self._next_expiry = 0.0
         self._link_full = False
+        self._full_since = 0.0
         self._yielding = False
         self._helper_share = CpuShare(HELPER_SHARE, HELPER_BANK_S)
         self._helper_cost = HelperCost()
@@ -433,7 +439,12 @@ class AnalysisWorker:
             _logger.debug("mcp-tokens could not record an analysis", exc_info=True)
 
     def _send(self, link: Link, started: float) -> None:
-        self._link_full = not (self._send_steps(link, started) and link.flush())
+        if self._helper_holds_all_it_may():
+            self._shed_queued(started)
+        full = not (self._send_steps(link, started) and link.flush())
+        if full and not self._link_full:
+            self._full_since = time.monotonic()
+        self._link_full = full
 
     def _send_steps(self, link: Link, started: float) -> bool:
         """Step through the queued exchanges' sending; False when the link is full."""
@@ -442,11 +453,7 @@ class AnalysisWorker:
                 item = self._take_queued()
                 if item is None:
                     return True
-                if self._over_share(item[1]):
-                    # Sustained load and the helper's share is spent: drop rather than compete.
-                    self._shed(*item)
-                    continue
-                self._sending = self._start_sending(link, *item)
+                self._sending = self._start_sending(link, *item, hold=self._must_hold(item[1]))
             sending = self._sending
             cpu = time.thread_time()
             step = next(sending.steps, None)
@@ -462,14 +469,33 @@ class AnalysisWorker:
                     self._let_go(sent.exchange, sending.many_values)
         return True
 
-    def _over_share(self, weight: int) -> bool:
-        """Whether calls go on past the time the worker may wait for them (sustained load)
-        and the helper's share of CPU is spent. In a quiet moment the helper competes with
-        nothing: what it costs then is not charged, and nothing is dropped."""
+    def _must_hold(self, weight: int) -> bool:
+        """Whether the helper must hold this exchange for a quiet moment: calls go on past
+        the time the worker may wait for them (sustained load) and the helper's share of
+        CPU beside them is spent. In a quiet moment the helper competes with nothing: what
+        it costs then is not charged."""
         if self._yielding or not IN_FLIGHT.busy():
             return False
         self._publish_helper_share()
         return not self._helper_share.take(self._helper_cost.of(weight))
+
+    def _helper_holds_all_it_may(self) -> bool:
+        """Sustained load, and the link has stayed full for `LINK_STUCK_S`: the helper holds
+        all it may (or is that far behind). What is queued would only fill the queue, and
+        then be dropped on the callers' path."""
+        return (
+            self._link_full
+            and not self._yielding
+            and IN_FLIGHT.busy()
+            and time.monotonic() - self._full_since >= LINK_STUCK_S
+        )
+
+    def _shed_queued(self, started: float) -> None:
+        while self._may_go_on(started):
+            item = self._take_queued()
+            if item is None:
+                return
+            self._shed(*item)
 
     def _publish_helper_share(self) -> None:
         """The helper's share of idle CPU: for the worker's sending, and on the activity
@@ -517,14 +543,14 @@ class AnalysisWorker:
             self._pending_chars -= weight
         self._skip_quietly(exchange, semconv.SKIP_OVERLOAD)
 
-    def _start_sending(self, link: Link, exchange: Exchange, weight: int) -> _Sending:
+    def _start_sending(self, link: Link, exchange: Exchange, weight: int, *, hold: bool) -> _Sending:
         with self._condition:
             seq = self._next_seq
             self._next_seq += 1
             self._sent[seq] = _Sent(exchange, weight)
             # Half the characters the queue may hold: exact counting is not keeping up.
             behind = 2 * self._pending_chars >= self._max_pending_chars
-        job = job_of(exchange, seq, behind)
+        job = job_of(exchange, seq, behind, hold)
         request = exchange.request if job.request_kind is not None else None
         response = exchange.response if job.response_kind is not None else None
         many_values = needs_slicing(request, response, by_chars=False)
@@ -578,7 +604,7 @@ class AnalysisWorker:
         self._started = started
 
 
-def job_of(exchange: Exchange, seq: int, behind: bool) -> Job:
+def job_of(exchange: Exchange, seq: int, behind: bool, hold: bool = False) -> Job:
     return Job(
         seq=seq,
         side=exchange.side,
@@ -591,6 +617,7 @@ def job_of(exchange: Exchange, seq: int, behind: bool) -> Job:
         request_kind=exchange.request_kind,
         response_kind=exchange.response_kind,
         behind=behind,
+        hold=hold,
     )
 
 
