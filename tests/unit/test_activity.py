@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import os
 import sys
 import threading
@@ -156,3 +157,25 @@ def test_a_forked_child_lets_go_of_its_parents_board() -> None:
     child_fd = in_flight.board_fd()
     assert child_fd is not None  # a board of its own for the child's helper
     in_flight.add(object())  # publishing keeps working
+
+
+def test_a_waiting_worker_looks_less_often_the_longer_calls_stay_in_flight() -> None:
+    looks: list[float] = []
+
+    class Counted(InFlight):
+        def _forget_stale(self) -> bool:
+            looks.append(time.monotonic())
+            return super()._forget_stale()
+
+    in_flight = Counted()
+    call = object()
+    in_flight.add(call)
+    started = time.monotonic()
+    assert in_flight.wait_until_quiet(0.5)
+    assert time.monotonic() - started >= 0.5
+    gaps = [after - before for before, after in itertools.pairwise(looks)]
+    # 5, 10, 20 ms, then 40 ms: about 15 looks in 0.5 s rather than 100.
+    assert 8 <= len(looks) <= 25
+    assert gaps[0] < 0.03 and max(gaps) >= 0.035
+    assert max(gaps) <= InFlight.MAX_POLL_S + 0.03
+    in_flight.discard(call)
