@@ -79,9 +79,11 @@ class InFlight:
     STALE_S = 10.0
     # How often a waiting worker looks whether operations are still in flight: every
     # `POLL_S` at first, twice as long after each look that found calls in flight, up to
-    # `MAX_POLL_S`. Each look takes the GIL, and in a burst of large calls (1 MB results
-    # over stdio, both processes on the machine's two cores) looks every 5 ms added about
-    # 1-3 ms to the median call; every 40 ms, under 1 ms (`tests.bench.instrumented`).
+    # `MAX_POLL_S`. Each look takes the GIL from a call that may be running: in bursts of
+    # 1 MB results over stdio (`tests.bench.instrumented --think-ms 0 --sizes "1 MB"`, ten
+    # runs on a noisy 2-core machine) the instrumented median was 1.04-1.21 times the
+    # uninstrumented one (mean 1.13) with looks every 5 ms, 1.00-1.12 (mean 1.05) with
+    # looks 40-50 ms apart.
     POLL_S = 0.005
     MAX_POLL_S = 0.04
     # Bounds memory if exchanges were created and lost faster than they go stale.
