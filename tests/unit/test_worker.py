@@ -543,8 +543,10 @@ def test_a_forked_child_starts_its_own_analysis() -> None:
 
 def test_sliced_pauses_long_python_and_removes_its_hook() -> None:
     def busy(seconds: float) -> int:
-        end, calls = time.perf_counter() + seconds, 0
-        while time.perf_counter() < end:
+        # By this thread's CPU time: a loaded machine that deschedules it (or wakes it late
+        # from a pause) must not leave it too little running time to pause in.
+        end, calls = time.thread_time() + seconds, 0
+        while time.thread_time() < end:
             calls += len(str(calls))  # function calls the profile hook sees
         return calls
 
