@@ -473,22 +473,19 @@ class AnalysisWorker:
         """Whether the helper must hold this exchange for a quiet moment: calls go on past
         the time the worker may wait for them (sustained load) and the helper's share of
         CPU beside them is spent. In a quiet moment the helper competes with nothing: what
-        it costs then is not charged."""
-        if self._yielding or not IN_FLIGHT.busy():
-            return False
-        self._publish_helper_share()
-        return not self._helper_share.take(self._helper_cost.of(weight))
+        it costs then is not charged. (The share is the one `_round` published.)"""
+        return self._beside_calls() and not self._helper_share.take(self._helper_cost.of(weight))
+
+    def _beside_calls(self) -> bool:
+        """Sustained load this round, and a call in flight right now."""
+        return not self._yielding and IN_FLIGHT.busy()
 
     def _helper_holds_all_it_may(self) -> bool:
         """Sustained load, and the link has stayed full for `LINK_STUCK_S`: the helper holds
         all it may (or is that far behind). What is queued would only fill the queue, and
         then be dropped on the callers' path."""
-        return (
-            self._link_full
-            and not self._yielding
-            and IN_FLIGHT.busy()
-            and time.monotonic() - self._full_since >= LINK_STUCK_S
-        )
+        stuck = self._link_full and time.monotonic() - self._full_since >= LINK_STUCK_S
+        return stuck and self._beside_calls()
 
     def _shed_queued(self, started: float) -> None:
         while self._may_go_on(started):
