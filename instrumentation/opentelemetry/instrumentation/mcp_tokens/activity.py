@@ -111,10 +111,15 @@ class QuietWaiter:
         board = self._board
         if board is None:
             return
+        # Every look wakes the helper: `POLL_S` apart at first, so that work starts soon
+        # after a short burst, then twice as long after each busy look, up to
+        # `PATIENT_POLL_S` (long results reach the helper during bursts, see worker.py).
+        poll = self.POLL_S
         while board.busy():
             remaining = self._not_after - time.time()
             if remaining > 0:
-                time.sleep(min(self.POLL_S, remaining))
+                time.sleep(min(poll, remaining))
+                poll = min(2 * poll, self.PATIENT_POLL_S)
             elif self._may_go_alongside and board.alongside():
                 return
             else:
