@@ -203,7 +203,7 @@ def test_our_failures_never_reach_the_caller_and_spans_end_once(
             "server_begin": (v2_server.ServerHooks, "_transport"),
             "annotate_span": (telemetry.pipeline.recorder, "annotate_span"),
             "pipeline_submit": (telemetry.pipeline, "submit"),
-            "worker_queue": (worker, "payload_weight"),
+            "worker_queue": (worker, "payload_chars"),
         }
         owner, name = targets[breaks]
         monkeypatch.setattr(owner, name, _bookkeeping_failure)

@@ -182,19 +182,6 @@ def test_a_waiting_worker_looks_less_often_the_longer_calls_stay_in_flight() -> 
     in_flight.discard(call)
 
 
-def test_a_waiting_worker_wakes_when_its_next_transfer_is_due() -> None:
-    in_flight = InFlight()
-    call = object()
-    in_flight.add(call)
-    due = time.monotonic() + 0.1
-    started = time.monotonic()
-    assert in_flight.wait_until_quiet(5.0, wake_at=lambda: due)
-    waited = time.monotonic() - started
-    # Woken at the due time (give or take one look), long before the calls end or 5 s pass.
-    assert 0.09 <= waited <= 0.1 + InFlight.MAX_POLL_S + 0.5
-    in_flight.discard(call)
-
-
 def test_the_waiter_looks_less_often_the_longer_the_calls_go_on(monkeypatch: pytest.MonkeyPatch) -> None:
     board = ActivityBoard.create()
     assert board is not None

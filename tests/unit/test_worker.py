@@ -41,8 +41,7 @@ READY = AnalystStatus("o200k_base", True, None, 1)
 class ScriptedLink:
     """A link whose answers the test controls: `hold` keeps jobs unanswered until released."""
 
-    def __init__(self, *, started: bool = True, hold: bool = False, copies_payloads: bool = True) -> None:
-        self.copies_payloads = copies_payloads  # as a helper process does
+    def __init__(self, *, started: bool = True, hold: bool = False) -> None:
         self.full = False  # a pipe that takes nothing (a helper holding all it may)
         self.jobs: list[Job] = []
         self.payloads: list[tuple[object, object]] = []
@@ -456,91 +455,6 @@ def test_without_idle_cpu_under_sustained_load_everything_is_held() -> None:
         assert recorded.skipped == [] and len(recorded.findings) == 200
         assert all(job.hold for job in link.jobs)  # a share of none banks nothing
     finally:
-        worker.stop()
-
-
-def long_result(target: str, chars: int = 2_000_000) -> Exchange:
-    """A tool result of one long text: a bulk exchange whose response path settles for
-    `settle_seconds(chars)` (0.2 s for 2 MB), long enough for a test to look before."""
-    return exchange(text="z" * chars, target=target)
-
-
-@pytest.mark.parametrize(("spare_cpu", "held"), [(4.0, False), (1.6, True)])
-def test_a_long_result_leaves_during_a_burst_once_its_response_path_is_over(
-    spare_cpu: float, held: bool, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    monkeypatch.setattr(worker_module, "MAX_LAG_S", 30.0)  # a burst the work may wait for
-    recorded, link = Recorded(), ScriptedLink()
-    worker = make_worker([link], recorded, spare_cpu=lambda: spare_cpu, cpus=8)
-    call: Exchange | None = None
-    try:
-        assert worker.wait_ready(5)
-        call = Exchange(Side.CLIENT, "tools/call", target="busy")  # the burst's next call
-        small, big, after = exchange(target="small"), long_result("big"), exchange(target="after")
-        for item in (small, big, after):
-            worker.submit(item)
-        submitted = time.monotonic()
-        assert link.jobs == [], "sent before the response path was over"
-        assert wait_for(lambda: [job.target for job in link.jobs] == ["small", "big"])
-        assert time.monotonic() - submitted >= 0.9 * settle_seconds(2_000_000)
-        assert big.response is None, "this process still holds the long result"
-        # What the helper costs beside calls is paid from its share, else held for quiet.
-        assert [job.hold for job in link.jobs] == [held, held]
-        time.sleep(0.2)
-        # The exchange behind it waits for quiet, and so does recording findings.
-        assert [job.target for job in link.jobs] == ["small", "big"] and recorded.findings == []
-        call.finish(None)
-        call = None
-        assert worker.drain(5)
-        assert [item.target for item, _ in recorded.findings] == ["small", "big", "after"]
-    finally:
-        if call is not None:
-            call.finish(None)
-        worker.stop()
-
-
-@pytest.mark.parametrize("blocker", ["many values ahead", "analysis on a thread"])
-def test_a_long_result_stays_while_sending_it_would_cost_the_calls(
-    blocker: str, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    monkeypatch.setattr(worker_module, "MAX_LAG_S", 30.0)
-    recorded = Recorded()
-    # A link that keeps payloads in this process: sending frees nothing.
-    link = ScriptedLink(copies_payloads=blocker != "analysis on a thread")
-    worker = make_worker([link], recorded)
-    call: Exchange | None = None
-    try:
-        assert worker.wait_ready(5)
-        call = Exchange(Side.CLIENT, "tools/call", target="busy")
-        if blocker == "many values ahead":  # encoding a large listing beside calls: no
-            listing = Exchange(Side.CLIENT, "tools/list")
-            listing.finish({"tools": [{"name": f"t{i}", "inputSchema": {}} for i in range(5000)]})
-            worker.submit(listing)
-        big = long_result("big", chars=worker_module.BULK_FROM_CHARS)
-        worker.submit(big)
-        time.sleep(settle_seconds(worker_module.BULK_FROM_CHARS) + 0.3)
-        assert link.jobs == [] and big.response is not None
-        call.finish(None)
-        call = None
-        assert worker.drain(5) and len(recorded.findings) == (2 if blocker == "many values ahead" else 1)
-    finally:
-        if call is not None:
-            call.finish(None)
-        worker.stop()
-
-
-def test_a_result_below_the_bulk_size_waits_for_quiet(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(worker_module, "MAX_LAG_S", 30.0)
-    recorded, link = Recorded(), ScriptedLink()
-    worker = make_worker([link], recorded)
-    assert worker.wait_ready(5)
-    call = Exchange(Side.CLIENT, "tools/call", target="busy")
-    try:
-        worker.submit(long_result("medium", chars=worker_module.BULK_FROM_CHARS - 100))
-        time.sleep(settle_seconds(worker_module.BULK_FROM_CHARS) + 0.3)
-        assert link.jobs == []
-    finally:
-        call.finish(None)
         worker.stop()
 
 

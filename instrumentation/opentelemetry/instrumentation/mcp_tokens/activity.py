@@ -113,7 +113,8 @@ class QuietWaiter:
             return
         # Every look wakes the helper: `POLL_S` apart at first, so that work starts soon
         # after a short burst, then twice as long after each busy look, up to
-        # `PATIENT_POLL_S` (long results reach the helper during bursts, see worker.py).
+        # `PATIENT_POLL_S`: an exchange in hand during a long burst need not wake the
+        # helper 500 times a second.
         poll = self.POLL_S
         while board.busy():
             remaining = self._not_after - time.time()

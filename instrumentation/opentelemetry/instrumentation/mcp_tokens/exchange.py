@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import os
 import time
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from enum import Enum
 
@@ -154,19 +153,15 @@ class InFlight:
             return True
         return self._settled_at > time.monotonic()
 
-    def wait_until_quiet(self, timeout: float, wake_at: Callable[[], float] | None = None) -> bool:
+    def wait_until_quiet(self, timeout: float) -> bool:
         """Wait (without the GIL) until no operation is in flight and the last one's response
-        path is likely over, at most `timeout` seconds, and, with `wake_at`, no later than
-        the time.monotonic() it returns (asked again at every look: the worker's next
-        transfer). An operation that starts while the previous one settles (the next call
-        of a burst) is waited for too: the wait ends in a quiet moment, not between two
-        calls. Returns whether it waited at all."""
+        path is likely over, at most `timeout` seconds. An operation that starts while the
+        previous one settles (the next call of a burst) is waited for too: the wait ends in
+        a quiet moment, not between two calls. Returns whether it waited at all."""
         deadline = time.monotonic() + timeout
         waited = False
         poll = self.POLL_S
         while True:
-            if wake_at is not None:
-                deadline = min(deadline, wake_at())
             remaining = deadline - time.monotonic()
             if remaining <= 0:
                 return waited

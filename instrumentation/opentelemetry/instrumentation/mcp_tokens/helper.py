@@ -84,10 +84,6 @@ class LinkClosed(Exception):
 
 
 class Link(Protocol):
-    # Whether sending a job copies its payloads out of this process (to a helper): only
-    # then does sending one let this process free its memory.
-    copies_payloads: bool
-
     def sender(self, job: Job, request: object, response: object) -> Iterator[bool]:
         """Sends one job, a step per `next()`: True after a step, False when the link
         cannot take more right now (try again later). What a step leaves pending goes with
@@ -121,8 +117,6 @@ class Link(Protocol):
 # --- the instrumented process's side -------------------------------------------------------
 class ProcessLink:
     """A helper process and the two pipes to it."""
-
-    copies_payloads = True
 
     def __init__(self, settings: Settings) -> None:
         from .exchange import IN_FLIGHT
@@ -292,8 +286,6 @@ def _keeps(path: str) -> bool:
 
 class ThreadLink:
     """The analysis on a thread of this process (no helper process)."""
-
-    copies_payloads = False
 
     def __init__(self, settings: Settings) -> None:
         from .worker import yield_gil

@@ -20,10 +20,6 @@ the way:
   between two exchanges when a call starts: a burst of calls is handled after it. It
   waits so for `MAX_LAG_S` after the oldest response in hand, and not at all with its
   queue half full;
-- one thing it does while calls are in flight: an exchange holding a long text in few
-  values (`BULK_FROM_CHARS`, a large tool result) is sent to the helper once its own
-  response path is over (a "transfer" round), so that the application does not keep it:
-  kept through a burst, every such payload makes the next one land on fresh memory;
 - under sustained load (calls in flight and nothing left to wait) its rounds are
   `BUSY_ROUND_S` apart at least, and `BUSY_RATIO` times the CPU the last one used, so it
   takes at most 1 / (1 + BUSY_RATIO) of the interpreter, and the queue absorbs (then
@@ -45,10 +41,7 @@ the way:
 from __future__ import annotations
 
 import contextlib
-import enum
-import itertools
 import logging
-import math
 import os
 import sys
 import threading
@@ -62,7 +55,7 @@ from . import semconv
 from .analyst import ANSWER_WITHIN_S, AnalystStatus, Findings, Job
 from .config import ANALYSIS_PROCESS, ANALYSIS_THREAD, Settings
 from .cpu import HELPER_BANK_S, HELPER_SHARE, CpuShare, HelperCost, SpareCpu, helper_share
-from .engine.blocks import payload_weight
+from .engine.blocks import payload_chars, payload_weight
 from .exchange import IN_FLIGHT, Exchange, settle_seconds
 from .helper import Link, LinkClosed, Message, ProcessLink, ThreadLink
 
@@ -80,18 +73,6 @@ BUSY_ROUND_S = 0.02
 ROUND_BUDGET_S = 0.002
 BUSY_ROUND_BUDGET_S = 0.0002
 BUSY_RATIO = 4.0
-# Exchanges of at least this many characters in few values (a long tool result) are sent to
-# the helper process while calls are in flight, once their own response path is over,
-# rather than kept until the calls stop. Each payload kept through a burst makes the
-# application allocate the next one on fresh memory, and every fresh 4 KB page is a page
-# fault on a call's path: 256 more faults per call, about 0.5 ms, for 1 MB results on the
-# test machine, in each process that keeps them. Sending a long text is copying it into the
-# pipe in steps of a few microseconds, with pauses for any thread waiting for the GIL
-# (about 0.25 ms of CPU per MB of ASCII text in all).
-# Below this size a kept payload costs the next call a few pages at most.
-BULK_FROM_CHARS = 256 << 10
-# How many queued exchanges the worker looks through for the first bulk one.
-TRANSFER_SCAN = 32
 # How long the helper's pipe stays full under sustained load before what is queued is
 # dropped: the helper then holds all it may (helper.HOLD_JOBS / HOLD_BYTES), not merely
 # reading a large payload.
@@ -165,26 +146,6 @@ def open_link(settings: Settings, mode: str) -> Link:
     return ProcessLink(settings) if mode == ANALYSIS_PROCESS else ThreadLink(settings)
 
 
-class RoundKind(enum.Enum):
-    QUIET = "quiet"  # no call in flight (a round stops between two exchanges when one starts)
-    TRANSFER = "transfer"  # calls in flight, the work may still wait: only bulk payloads go
-    SUSTAINED = "sustained"  # calls in flight past the time the work may wait for them
-
-
-@dataclass
-class _Queued:
-    """An exchange waiting to be sent to the analysis."""
-
-    exchange: Exchange
-    weight: int  # characters its payloads hold
-    many_values: bool  # encoding it for the helper is heavy in Python (`needs_slicing`)
-    settled_at: float  # time.monotonic() from which its response path is likely over
-
-    @property
-    def bulk(self) -> bool:
-        return not self.many_values and self.weight >= BULK_FROM_CHARS
-
-
 @dataclass
 class _Sent:
     """An exchange handed to the analysis, until its findings come back."""
@@ -231,8 +192,7 @@ class AnalysisWorker:
 
     def _reset_state(self) -> None:
         self._condition = threading.Condition()
-        self._queue: deque[_Queued] = deque()
-        self._bulk_queued = 0  # how many queued exchanges are bulk (`_Queued.bulk`)
+        self._queue: deque[tuple[Exchange, int]] = deque()
         self._sent: OrderedDict[int, _Sent] = OrderedDict()
         self._sending: _Sending | None = None
         self._arrived: deque[Message] = deque()
@@ -251,7 +211,7 @@ class AnalysisWorker:
         self._next_expiry = 0.0
         self._link_full = False
         self._full_since = 0.0
-        self._kind = RoundKind.QUIET
+        self._yielding = False
         self._helper_share = CpuShare(HELPER_SHARE, HELPER_BANK_S)
         self._helper_cost = HelperCost()
         self._ready = threading.Event()
@@ -270,16 +230,8 @@ class AnalysisWorker:
         handled = False  # queued, or handed to on_skip: exactly one of the two, once
         try:
             IN_FLIGHT.discard(exchange)  # over, even if a path never called finish()
-            request, response = payload_weight(exchange.request), payload_weight(exchange.response)
-            weight = request.chars + response.chars
-            settle = settle_seconds(weight, exchange.response_crosses_transport)
-            IN_FLIGHT.settling(settle)
-            item = _Queued(
-                exchange,
-                weight,
-                many_values=request.nodes + response.nodes >= SLICE_FROM_NODES,
-                settled_at=time.monotonic() + settle,
-            )
+            weight = payload_chars(exchange.request) + payload_chars(exchange.response)
+            IN_FLIGHT.settling(settle_seconds(weight, exchange.response_crosses_transport))
             with self._condition:
                 accepted = (
                     not self._stopping
@@ -287,8 +239,7 @@ class AnalysisWorker:
                     and self._pending_chars + weight <= self._max_pending_chars
                 )
                 if accepted:
-                    self._queue.append(item)
-                    self._bulk_queued += item.bulk
+                    self._queue.append((exchange, weight))
                     handled = True
                     self._pending_chars += weight
                     if self._idle:
@@ -323,9 +274,8 @@ class AnalysisWorker:
         self.drain(timeout)
         with self._condition:
             self._stopping = True
-            leftovers = [item.exchange for item in self._queue]
+            leftovers = [exchange for exchange, _ in self._queue]
             self._queue.clear()
-            self._bulk_queued = 0
             self._condition.notify_all()
             thread = self._thread
         for exchange in leftovers:
@@ -394,7 +344,7 @@ class AnalysisWorker:
             link.wait(AWAIT_S)
         deferral = self._deferral_s()
         if deferral > 0:
-            IN_FLIGHT.wait_until_quiet(deferral, self._transfer_due)
+            IN_FLIGHT.wait_until_quiet(deferral)
 
     def _deferral_s(self) -> float:
         """How much longer the work in hand may wait for calls in flight: until `MAX_LAG_S`
@@ -403,7 +353,7 @@ class AnalysisWorker:
         with self._condition:
             if 2 * (len(self._queue) + len(self._sent)) >= self._max_pending:
                 return 0.0
-            oldest = self._queue[0].exchange.end_ns if self._queue else 0
+            oldest = self._queue[0][0].end_ns if self._queue else 0
             if self._sent:
                 first = next(iter(self._sent.values())).exchange.end_ns
                 oldest = min(oldest, first) if oldest else first
@@ -421,66 +371,17 @@ class AnalysisWorker:
         if link is None:
             return
         self._publish_helper_share()  # what the helper may take beside calls, kept current
-        self._kind = self._round_kind(link)
+        self._yielding = not self._sustained()
         try:
-            if self._kind is RoundKind.TRANSFER:
-                self._transfer(link, started)
-            else:
-                self._arrived.extend(link.receive())
-                self._handle_arrived(started)
-                self._send(link, started)
-                self._release_payloads(started)
+            self._arrived.extend(link.receive())
+            self._handle_arrived(started)
+            self._send(link, started)
+            self._release_payloads(started)
         except LinkClosed as exc:
             self._lose_link(link, str(exc))
         if time.monotonic() >= self._next_expiry:
             self._next_expiry = time.monotonic() + EXPIRY_EVERY_S
             self._expire_sent()
-
-    def _round_kind(self, link: Link) -> RoundKind:
-        if self._sustained():
-            return RoundKind.SUSTAINED
-        if IN_FLIGHT.busy() and self._transfer_due(link) <= time.monotonic():
-            return RoundKind.TRANSFER
-        return RoundKind.QUIET
-
-    def _transfer_due(self, link: Link | None = None) -> float:
-        """When a transfer round may send the queue's first bulk exchange (a time.monotonic();
-        infinity when there is none to send while calls are in flight): once its response
-        path and those of the exchanges ahead of it are over. Sending goes in order, so an
-        exchange of many values ahead of it (heavy to encode beside calls) stops it, and so
-        does a link that keeps the payloads in this process (the analysis on a thread)."""
-        link = self._link if link is None else link
-        if link is None or not link.copies_payloads or self._link_full or not self._bulk_queued:
-            return math.inf
-        sending = self._sending
-        if sending is not None and sending.many_values:
-            return math.inf
-        due = 0.0
-        with self._condition:
-            for item in itertools.islice(self._queue, TRANSFER_SCAN):
-                if item.many_values:
-                    return math.inf
-                due = max(due, item.settled_at)
-                if item.bulk:
-                    return due
-        return math.inf
-
-    def _transfer(self, link: Link, started: float) -> None:
-        """A round while calls are in flight: send the exchanges up to the last bulk one whose
-        response path is over, in order, a short step at a time, and let go of their payloads."""
-        full = not (self._send_steps(link, started, self._take_transferable) and link.flush())
-        if full and not self._link_full:
-            self._full_since = time.monotonic()
-        self._link_full = full
-
-    def _take_transferable(self) -> _Queued | None:
-        with self._condition:
-            if not self._bulk_queued or not self._queue:
-                return None
-            head = self._queue[0]
-            if head.many_values or head.settled_at > time.monotonic():
-                return None
-            return self._take_head()
 
     def _current_link(self) -> Link | None:
         if self._link is not None:
@@ -540,19 +441,19 @@ class AnalysisWorker:
     def _send(self, link: Link, started: float) -> None:
         if self._helper_holds_all_it_may():
             self._shed_queued(started)
-        full = not (self._send_steps(link, started, self._take_queued) and link.flush())
+        full = not (self._send_steps(link, started) and link.flush())
         if full and not self._link_full:
             self._full_since = time.monotonic()
         self._link_full = full
 
-    def _send_steps(self, link: Link, started: float, take: Callable[[], _Queued | None]) -> bool:
-        """Step through the sending of the exchanges `take` gives; False when the link is full."""
+    def _send_steps(self, link: Link, started: float) -> bool:
+        """Step through the queued exchanges' sending; False when the link is full."""
         while self._may_go_on(started):
             if self._sending is None:
-                item = take()
+                item = self._take_queued()
                 if item is None:
                     return True
-                self._sending = self._start_sending(link, item, hold=self._must_hold(item.weight))
+                self._sending = self._start_sending(link, *item, hold=self._must_hold(item[1]))
             sending = self._sending
             cpu = time.thread_time()
             step = next(sending.steps, None)
@@ -569,26 +470,29 @@ class AnalysisWorker:
         return True
 
     def _must_hold(self, weight: int) -> bool:
-        """Whether the helper must hold this exchange for a quiet moment: it is sent while
-        calls are in flight (sustained load, or a transfer) and the helper's share of CPU
-        beside them is spent. In a quiet moment the helper competes with nothing: what it
-        costs then is not charged. (The share is the one `_round` published.)"""
-        beside_calls = self._kind is not RoundKind.QUIET and IN_FLIGHT.busy()
-        return beside_calls and not self._helper_share.take(self._helper_cost.of(weight))
+        """Whether the helper must hold this exchange for a quiet moment: calls go on past
+        the time the worker may wait for them (sustained load) and the helper's share of
+        CPU beside them is spent. In a quiet moment the helper competes with nothing: what
+        it costs then is not charged. (The share is the one `_round` published.)"""
+        return self._beside_calls() and not self._helper_share.take(self._helper_cost.of(weight))
+
+    def _beside_calls(self) -> bool:
+        """Sustained load this round, and a call in flight right now."""
+        return not self._yielding and IN_FLIGHT.busy()
 
     def _helper_holds_all_it_may(self) -> bool:
         """Sustained load, and the link has stayed full for `LINK_STUCK_S`: the helper holds
         all it may (or is that far behind). What is queued would only fill the queue, and
         then be dropped on the callers' path."""
         stuck = self._link_full and time.monotonic() - self._full_since >= LINK_STUCK_S
-        return stuck and self._kind is RoundKind.SUSTAINED and IN_FLIGHT.busy()
+        return stuck and self._beside_calls()
 
     def _shed_queued(self, started: float) -> None:
         while self._may_go_on(started):
             item = self._take_queued()
             if item is None:
                 return
-            self._shed(item)
+            self._shed(*item)
 
     def _publish_helper_share(self) -> None:
         """The helper's share of idle CPU: for the worker's sending, and on the activity
@@ -618,33 +522,25 @@ class AnalysisWorker:
             kept.popleft()
 
     def _may_go_on(self, started: float) -> bool:
-        """Within the round's CPU budget, and in a quiet round no call started; beside calls,
-        after a pause for any thread waiting for the GIL."""
-        budget = BUSY_ROUND_BUDGET_S if self._kind is RoundKind.SUSTAINED else ROUND_BUDGET_S
+        """Within the round's CPU budget, and (while it may still wait) no call started."""
+        budget = ROUND_BUDGET_S if self._yielding else BUSY_ROUND_BUDGET_S
         if time.thread_time() - started >= budget:
             return False
-        if self._kind is not RoundKind.QUIET:
+        if not self._yielding:
             yield_gil()
             return True
         return not IN_FLIGHT.busy()
 
-    def _take_queued(self) -> _Queued | None:
+    def _take_queued(self) -> tuple[Exchange, int] | None:
         with self._condition:
-            return self._take_head() if self._queue else None
+            return self._queue.popleft() if self._queue else None
 
-    def _take_head(self) -> _Queued:
-        """The first queued exchange, taken out (the caller holds the condition)."""
-        item = self._queue.popleft()
-        self._bulk_queued -= item.bulk
-        return item
-
-    def _shed(self, item: _Queued) -> None:
+    def _shed(self, exchange: Exchange, weight: int) -> None:
         with self._condition:
-            self._pending_chars -= item.weight
-        self._skip_quietly(item.exchange, semconv.SKIP_OVERLOAD)
+            self._pending_chars -= weight
+        self._skip_quietly(exchange, semconv.SKIP_OVERLOAD)
 
-    def _start_sending(self, link: Link, item: _Queued, *, hold: bool) -> _Sending:
-        exchange, weight = item.exchange, item.weight
+    def _start_sending(self, link: Link, exchange: Exchange, weight: int, *, hold: bool) -> _Sending:
         with self._condition:
             seq = self._next_seq
             self._next_seq += 1
