@@ -17,7 +17,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from pathlib import Path
 from typing import Any, TextIO
 
-from .instrumented_server import INSTRUMENT_ENV, PAYLOAD_DIR_ENV
+from .instrumented_server import INSTRUMENT_ENV, PAYLOAD_DIR_ENV, BenchTelemetry
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 TRANSPORTS = ("stdio", "memory")
@@ -81,6 +81,34 @@ async def connect(
                 return _first_text(await client.call_tool(name, arguments))
 
             yield call_tool
+
+
+@contextlib.asynccontextmanager
+async def variant_session(
+    transport: str,
+    *,
+    instrumented: bool,
+    telemetry: BenchTelemetry,
+    payload_dir: Path,
+    memory_server: Any,
+    log_path: Path,
+) -> AsyncIterator[Caller]:
+    """`connect` for one block of a variant: instrumented, this process is too (with fresh
+    metrics, until the block ends), as is the stdio server."""
+    if instrumented:
+        telemetry.start()
+    try:
+        async with connect(
+            transport,
+            payload_dir=payload_dir,
+            server_instrumented=instrumented,
+            memory_server=memory_server,
+            log_path=log_path,
+        ) as call:
+            yield call
+    finally:
+        if instrumented:
+            telemetry.stop()
 
 
 @contextlib.asynccontextmanager

@@ -62,7 +62,7 @@ from opentelemetry.instrumentation.mcp_tokens.config import Settings
 from opentelemetry.instrumentation.mcp_tokens.engine.tokenizer import load_bundled_encoding
 from opentelemetry.instrumentation.mcp_tokens.worker import MAX_LAG_S
 
-from ._clients import TRANSPORTS, Caller, connect
+from ._clients import TRANSPORTS, Caller, variant_session
 from .engine import json_payload
 from .instrumented_server import (
     PAYLOAD_TOOL,
@@ -203,22 +203,17 @@ class Bench:
     async def run_block(self, cell: Cell, variant: str) -> None:
         instrumented = variant == "instrumented" and not self.aa
         gc.collect()
-        if instrumented:
-            self.telemetry.start()
-        try:
-            async with connect(
-                cell.transport,
-                payload_dir=self.payload_dir,
-                server_instrumented=instrumented,
-                memory_server=self.memory_server,
-                log_path=self.log_path,
-            ) as call:
-                await self._calls(call, cell, variant)
-                if instrumented:
-                    await self._check(call, cell)
-        finally:
+        async with variant_session(
+            cell.transport,
+            instrumented=instrumented,
+            telemetry=self.telemetry,
+            payload_dir=self.payload_dir,
+            memory_server=self.memory_server,
+            log_path=self.log_path,
+        ) as call:
+            await self._calls(call, cell, variant)
             if instrumented:
-                self.telemetry.stop()
+                await self._check(call, cell)
 
     async def _calls(self, call: Caller, cell: Cell, variant: str) -> None:
         arguments = {"size": cell.size}

@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ._clients import connect
+from ._clients import variant_session
 from .instrumented import SIZES, prepare_payloads
 from .instrumented_server import PAYLOAD_TOOL, BenchTelemetry, build_server
 
@@ -62,33 +62,28 @@ class Setup:
 
 async def block(setup: Setup, instrumented: bool) -> tuple[float, float | None, float]:
     """(client faults per call, server faults per call or None, median call ms)."""
-    if instrumented:
-        setup.telemetry.start()
-    try:
-        async with connect(
-            setup.transport,
-            payload_dir=setup.payload_dir,
-            server_instrumented=instrumented,
-            memory_server=setup.memory_server,
-            log_path=setup.payload_dir / "server.log",
-        ) as call:
-            arguments = {"size": setup.size}
-            for _ in range(WARMUP_CALLS):
-                await call(PAYLOAD_TOOL, arguments)
-            client_before, server_before = own_faults(), server_faults()
-            times = []
-            for _ in range(setup.calls):
-                started = time.perf_counter()
-                await call(PAYLOAD_TOOL, arguments)
-                times.append(time.perf_counter() - started)
-            client = (own_faults() - client_before) / setup.calls
-            server_after = server_faults()
-            server = None
-            if server_before is not None and server_after is not None:
-                server = (server_after - server_before) / setup.calls
-    finally:
-        if instrumented:
-            setup.telemetry.stop()
+    async with variant_session(
+        setup.transport,
+        instrumented=instrumented,
+        telemetry=setup.telemetry,
+        payload_dir=setup.payload_dir,
+        memory_server=setup.memory_server,
+        log_path=setup.payload_dir / "server.log",
+    ) as call:
+        arguments = {"size": setup.size}
+        for _ in range(WARMUP_CALLS):
+            await call(PAYLOAD_TOOL, arguments)
+        client_before, server_before = own_faults(), server_faults()
+        times = []
+        for _ in range(setup.calls):
+            started = time.perf_counter()
+            await call(PAYLOAD_TOOL, arguments)
+            times.append(time.perf_counter() - started)
+        client = (own_faults() - client_before) / setup.calls
+        server_after = server_faults()
+        server = None
+        if server_before is not None and server_after is not None:
+            server = (server_after - server_before) / setup.calls
     return client, server, 1e3 * statistics.median(times)
 
 
