@@ -9,7 +9,6 @@ import threading
 import time
 
 import pytest
-from opentelemetry.instrumentation.mcp_tokens import activity
 from opentelemetry.instrumentation.mcp_tokens.activity import ActivityBoard, QuietWaiter
 from opentelemetry.instrumentation.mcp_tokens.engine.chunking import count_in_chunks
 from opentelemetry.instrumentation.mcp_tokens.exchange import InFlight
@@ -180,29 +179,3 @@ def test_a_waiting_worker_looks_less_often_the_longer_calls_stay_in_flight() -> 
     assert gaps[0] < 0.03 and max(gaps) >= 0.035
     assert max(gaps) <= InFlight.MAX_POLL_S + 0.03
     in_flight.discard(call)
-
-
-def test_the_waiter_looks_less_often_the_longer_the_calls_go_on(monkeypatch: pytest.MonkeyPatch) -> None:
-    board = ActivityBoard.create()
-    assert board is not None
-    reader = reader_of(board)
-    sleeps: list[float] = []
-    real_sleep = time.sleep
-
-    def counted_sleep(seconds: float) -> None:
-        sleeps.append(seconds)
-        real_sleep(seconds)
-
-    try:
-        waiter = QuietWaiter(reader)
-        board.publish(1, 0.0, 0.1)  # a call that goes on
-        waiter.begin(time.time() + 0.3)
-        monkeypatch.setattr(activity.time, "sleep", counted_sleep)
-        waiter.wait()
-        monkeypatch.undo()
-        # 2, 4, 8, 16 ms, then 20 ms: about 17 looks in 0.3 s rather than 150.
-        assert sleeps[0] == QuietWaiter.POLL_S and max(sleeps) == QuietWaiter.PATIENT_POLL_S
-        assert len(sleeps) <= 30
-    finally:
-        reader.close()
-        board.close()

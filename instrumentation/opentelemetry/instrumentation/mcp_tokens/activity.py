@@ -111,16 +111,10 @@ class QuietWaiter:
         board = self._board
         if board is None:
             return
-        # Every look wakes the helper: `POLL_S` apart at first, so that work starts soon
-        # after a short burst, then twice as long after each busy look, up to
-        # `PATIENT_POLL_S`: an exchange in hand during a long burst need not wake the
-        # helper 500 times a second.
-        poll = self.POLL_S
         while board.busy():
             remaining = self._not_after - time.time()
             if remaining > 0:
-                time.sleep(min(poll, remaining))
-                poll = min(2 * poll, self.PATIENT_POLL_S)
+                time.sleep(min(self.POLL_S, remaining))
             elif self._may_go_alongside and board.alongside():
                 return
             else:
