@@ -21,6 +21,7 @@ from .instrumented_server import INSTRUMENT_ENV, PAYLOAD_DIR_ENV, BenchTelemetry
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 TRANSPORTS = ("stdio", "memory")
+SERVER_MODULE = "tests.bench.instrumented_server"  # the stdio server, run with `python -m`
 READ_TIMEOUT_S = 300.0
 
 Caller = Callable[[str, dict[str, Any]], Awaitable[str]]
@@ -47,7 +48,7 @@ def _stdio_transport(payload_dir: Path, instrumented: bool, errlog: TextIO) -> A
 
     params = StdioServerParameters(
         command=sys.executable,
-        args=["-m", "tests.bench.instrumented_server"],
+        args=["-m", SERVER_MODULE],
         env=_server_env(payload_dir, instrumented),
         cwd=str(REPO_ROOT),
     )

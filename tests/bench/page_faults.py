@@ -7,7 +7,9 @@ the call's path. Fault counts do not depend on how noisy the machine is, which c
 do. Blocks of `--calls` back-to-back calls alternate U,I and I,U; for each block this
 prints the faults per timed call of the client process (`getrusage`) and, over stdio, of
 the server subprocess (`/proc/<pid>/stat`; a new server every block, as in
-`tests.bench.instrumented`), and the median call time.
+`tests.bench.instrumented`), and the median call time. First it prints what a fault costs
+here: making a 1 MB string whose memory is reused, against one whose memory is fresh
+because the strings made before it are kept.
 """
 
 from __future__ import annotations
@@ -25,12 +27,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ._clients import variant_session
+from ._clients import SERVER_MODULE, TRANSPORTS, variant_session
 from .instrumented import SIZES, prepare_payloads
 from .instrumented_server import PAYLOAD_TOOL, BenchTelemetry, build_server
 
-SERVER_MODULE = "tests.bench.instrumented_server"
 WARMUP_CALLS = 3
+FRESH_PROBES = 200
 
 
 def server_faults() -> int | None:
@@ -48,6 +50,29 @@ def server_faults() -> int | None:
 
 def own_faults() -> int:
     return resource.getrusage(resource.RUSAGE_SELF).ru_minflt
+
+
+def fresh_memory_cost_ms(size: int = 1 << 20) -> tuple[float, float, float]:
+    """(median ms to make a `size`-character string that reuses freed memory, the same when
+    the earlier ones are kept (fresh memory), faults per kept string)."""
+    base = "x" * size
+
+    def make_many(keep: bool) -> tuple[float, float]:
+        kept: list[str] = []
+        times = []
+        faults = own_faults()
+        for serial in range(FRESH_PROBES):
+            started = time.perf_counter()
+            text = f"{serial:012d}{base[12:]}"  # a new string, as each tool call returns
+            times.append(time.perf_counter() - started)
+            if keep:
+                kept.append(text)
+        return 1e3 * statistics.median(times), (own_faults() - faults) / FRESH_PROBES
+
+    make_many(keep=False)  # the reused memory, faulted in once
+    reused_ms, _ = make_many(keep=False)
+    fresh_ms, faults = make_many(keep=True)
+    return reused_ms, fresh_ms, faults
 
 
 @dataclass
@@ -95,6 +120,11 @@ async def run(args: argparse.Namespace) -> None:
         setup = Setup(
             args.transport, size, args.calls, payload_dir, BenchTelemetry(), build_server(payload_dir, None)
         )
+        reused_ms, fresh_ms, faults = fresh_memory_cost_ms()
+        print(
+            f"a new 1 MiB string: {reused_ms:.3f} ms on reused memory, {fresh_ms:.3f} ms on fresh"
+            f" memory ({faults:.0f} faults)"
+        )
         print(f"{args.size} results over {args.transport}, blocks of {args.calls} calls back to back")
         print("block  variant  client faults/call  server faults/call  median ms")
         for index in range(args.blocks):
@@ -109,7 +139,7 @@ async def run(args: argparse.Namespace) -> None:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--transport", choices=("memory", "stdio"), default="stdio")
+    parser.add_argument("--transport", choices=TRANSPORTS, default="stdio")
     parser.add_argument("--size", choices=list(SIZES), default="1 MB")
     parser.add_argument("--blocks", type=int, default=8)
     parser.add_argument("--calls", type=int, default=30)
