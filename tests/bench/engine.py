@@ -6,6 +6,8 @@ Prints, from one run, the ratios the token-engine issue asks for:
 - padding analysis on top of counting (must add <= 15%);
 - pathological inputs: 1 MB of one repeated character and 1 MB of zero-width spaces
   through count + padding (each must finish in < 1 s);
+- padding detection alone, per content type (JSON, prose, code, logs, CJK, RTL and Indic
+  scripts, emoji, adversarial pads), in MB of UTF-8 per CPU second (must be >= 50 MB/s);
 - the cache's hit path.
 Timings are medians of interleaved repetitions, so both sides see the same machine noise.
 Exits non-zero when a bound does not hold.
@@ -14,6 +16,8 @@ Exits non-zero when a bound does not hold.
 from __future__ import annotations
 
 import argparse
+import functools
+import gc
 import json
 import random
 import statistics
@@ -31,10 +35,13 @@ from opentelemetry.instrumentation.mcp_tokens.engine.tokenizer import (
     load_tokenizer,
 )
 
+from tests.corpora.padding import throughput_inputs
+
 SIZES = {"1 KB": 1_000, "50 KB": 50_000, "1 MB": 1_000_000, "20 MB": 20_000_000}
 COUNT_BOUND = 1.15
 PADDING_BOUND = 0.15
 PATHOLOGICAL_BOUND_S = 1.0
+PADDING_MIN_MB_PER_S = 50.0
 
 
 def json_payload(size: int, seed: int = 7) -> str:
@@ -111,6 +118,45 @@ def measure_counting(label: str, text: str, encoding: Any, counter: TokenCounter
     return failures
 
 
+def best_cpu_seconds_each(runs: list[Callable[[], object]], repeat: int) -> list[float]:
+    """Best process CPU time of each run, the runs taking turns so a slow spell hits them all.
+
+    CPU time, not wall time: on a shared 2-core machine another process's burst would
+    otherwise count against the detector. The collector is paused so that a full collection
+    of the benchmark's own heap is not billed to whichever run triggers it.
+    """
+    best = [float("inf")] * len(runs)
+    gc.collect()
+    gc.disable()
+    try:
+        for _ in range(repeat):
+            for index, run in enumerate(runs):
+                start = time.process_time()
+                run()
+                best[index] = min(best[index], time.process_time() - start)
+    finally:
+        gc.enable()
+    return best
+
+
+def measure_padding_throughput(repeat: int) -> list[str]:
+    """Print padding detection's rate per input type; return the bounds it breaks."""
+    inputs = throughput_inputs()
+    texts = list(inputs.values())
+    seconds = best_cpu_seconds_each(
+        [functools.partial(detect_padding, text, tokens=len(text) // 4) for text in texts], repeat
+    )
+    print(f"\npadding detection alone, best CPU time of {repeat} (bound >= {PADDING_MIN_MB_PER_S:.0f} MB/s)")
+    failures = []
+    for name, text, cpu in zip(inputs, texts, seconds, strict=True):
+        megabytes = len(text.encode("utf-8", "surrogatepass")) / 1e6
+        rate = megabytes / cpu
+        print(f"  {name:<22} {megabytes:5.2f} MB {rate:6.0f} MB/s")
+        if rate < PADDING_MIN_MB_PER_S:
+            failures.append(f"padding {name}: {rate:.0f} MB/s < {PADDING_MIN_MB_PER_S:.0f} MB/s")
+    return failures
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--encoding", default="o200k_base", choices=["o200k_base", "cl100k_base"])
@@ -138,6 +184,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"  {label:<12} {elapsed:6.3f} s  {tokens:>8} tokens  findings: {reasons}")
         if elapsed >= PATHOLOGICAL_BOUND_S:
             failures.append(f"{label}: {elapsed:.2f} s >= {PATHOLOGICAL_BOUND_S} s")
+
+    failures += measure_padding_throughput(repeat=7)
 
     cached = TokenCounter(load_tokenizer(TokenizerSpec(args.encoding)))
     definition = json.dumps({"name": "search_issues", "description": "Search issues. " * 40})

@@ -271,3 +271,40 @@ def adversarial_samples() -> tuple[Sample, ...]:
         Sample("json_doc_lorem_field", records[:cut] + pad + records[cut:], rep, (cut, cut + len(pad)))
     )
     return tuple(samples)
+
+
+@functools.cache
+def throughput_inputs() -> dict[str, str]:
+    """One 0.3-2 MB text per content type, for padding-detection throughput.
+
+    Long enough that per-call overhead does not decide the rate. `emoji_only` is the
+    worst case: every character an emoji, a third of them ZWJ sequences or flags spelled in
+    tag characters, so every window needs the full emoji accounting.
+    """
+    benign = {s.name: s.text for s in benign_samples()}
+    adversarial = {s.name: s.text for s in adversarial_samples()}
+    return {
+        "json_compact": benign["json_records_compact_1m"],
+        "json_pretty": benign["json_records_pretty_300k"] * 2,
+        "json_lines": benign["json_log_lines"] * 2,
+        "prose": benign["prose_2m_wrapped"],
+        "markdown": text.markdown(random.Random(1), 500_000),
+        "python": benign["python_module"] * 3,
+        "minified_js": benign["minified_js_400k"],
+        "csv": benign["csv_orders"] * 2,
+        "app_log": benign["app_log"],
+        "hex_dump": benign["hex_dump"] * 2,
+        "base64": benign["base64_image_block"] * 2,
+        "chinese": benign["chinese"],
+        "japanese": benign["japanese"] * 2,
+        "korean": benign["korean"] * 2,
+        "persian": text.language_prose(random.Random(2), "fa", 250_000),
+        "hindi": text.language_prose(random.Random(3), "hi", 150_000),
+        "hebrew": text.language_prose(random.Random(4), "he", 200_000),
+        "emoji_chat": benign["emoji_chat"] * 2,
+        "emoji_only": text.emoji_reactions(random.Random(5), 50_000),
+        "astral_garbage": adversarial["astral_garbage"] * 5,
+        "zwsp_between_letters": adversarial["zwsp_between_letters"] * 4,
+        "bidi_override_words": adversarial["bidi_override_words"] * 6,
+        "doc_with_pad": adversarial["doc_lorem_middle"],
+    }
