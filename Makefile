@@ -20,7 +20,7 @@ all: test
 $(STAMP): pyproject.toml constraints.txt
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
-	$(PY) -m pip install -q -c constraints.txt -e '.[instruments,huggingface,test]' fastmcp
+	$(PY) -m pip install -q -c constraints.txt -e '.[instruments,huggingface,test]' fastmcp mcp-server-git
 	touch $@
 
 $(STAMP1): pyproject.toml constraints-mcp1.txt
