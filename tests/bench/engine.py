@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import argparse
 import functools
-import gc
 import json
 import random
 import statistics
@@ -35,6 +34,7 @@ from opentelemetry.instrumentation.mcp_tokens.engine.tokenizer import (
     load_tokenizer,
 )
 
+from tests.bench._timing import best_cpu_seconds_each
 from tests.corpora.padding import throughput_inputs
 
 SIZES = {"1 KB": 1_000, "50 KB": 50_000, "1 MB": 1_000_000, "20 MB": 20_000_000}
@@ -116,27 +116,6 @@ def measure_counting(label: str, text: str, encoding: Any, counter: TokenCounter
     if share > PADDING_BOUND:
         failures.append(f"padding {label}: +{share:.1%} > {PADDING_BOUND:.0%}")
     return failures
-
-
-def best_cpu_seconds_each(runs: list[Callable[[], object]], repeat: int) -> list[float]:
-    """Best process CPU time of each run, the runs taking turns so a slow spell hits them all.
-
-    CPU time, not wall time: on a shared 2-core machine another process's burst would
-    otherwise count against the detector. The collector is paused so that a full collection
-    of the benchmark's own heap is not billed to whichever run triggers it.
-    """
-    best = [float("inf")] * len(runs)
-    gc.collect()
-    gc.disable()
-    try:
-        for _ in range(repeat):
-            for index, run in enumerate(runs):
-                start = time.process_time()
-                run()
-                best[index] = min(best[index], time.process_time() - start)
-    finally:
-        gc.enable()
-    return best
 
 
 def measure_padding_throughput(repeat: int) -> list[str]:

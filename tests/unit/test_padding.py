@@ -4,7 +4,6 @@ detectors are linear and fast, and no string makes them raise."""
 
 from __future__ import annotations
 
-import gc
 import random
 import re
 import sys
@@ -24,6 +23,7 @@ from opentelemetry.instrumentation.mcp_tokens.engine.padding import (
     detect_padding,
 )
 
+from tests.bench._timing import best_cpu_seconds_each
 from tests.corpora import structured
 from tests.corpora import text as corpus_text
 from tests.corpora.padding import LOREM, Sample, adversarial_samples, benign_samples, throughput_inputs
@@ -40,25 +40,6 @@ def utf8_megabytes(text: str) -> float:
 
 def best_cpu_seconds(run: Callable[[], object], repeat: int = 7) -> float:
     return best_cpu_seconds_each([run], repeat)[0]
-
-
-def best_cpu_seconds_each(runs: list[Callable[[], object]], repeat: int) -> list[float]:
-    # CPU time of this process, best of several runs: the test machine has 2 shared cores.
-    # Several functions take turns, so that a slow spell of the machine hits them all. The
-    # collector is paused so that the test process's own heap (the corpora, hypothesis) does
-    # not bill its full collections to the function under test.
-    best = [float("inf")] * len(runs)
-    gc.collect()
-    gc.disable()
-    try:
-        for _ in range(repeat):
-            for index, run in enumerate(runs):
-                start = time.process_time()
-                run()
-                best[index] = min(best[index], time.process_time() - start)
-    finally:
-        gc.enable()
-    return [max(seconds, 1e-6) for seconds in best]
 
 
 @pytest.fixture(scope="module")
