@@ -60,7 +60,6 @@ from typing import Any
 
 from opentelemetry.instrumentation.mcp_tokens.config import Settings
 from opentelemetry.instrumentation.mcp_tokens.engine.tokenizer import load_bundled_encoding
-from opentelemetry.instrumentation.mcp_tokens.worker import MAX_LAG_S
 
 from ._clients import TRANSPORTS, Caller, variant_session
 from .engine import json_payload
@@ -72,6 +71,13 @@ from .instrumented_server import (
     distinct_text,
     payload_path,
 )
+
+try:
+    from opentelemetry.instrumentation.mcp_tokens.pacing import Pacing
+
+    MAX_LAG_S = Pacing().max_lag_s
+except ImportError:  # an older mcp-tokens, run for a before/after comparison
+    from opentelemetry.instrumentation.mcp_tokens.worker import MAX_LAG_S  # type: ignore[attr-defined,no-redef]
 
 SIZES = {"1 KB": 1_000, "50 KB": 50_000, "1 MB": 1_000_000, "20 MB": 20_000_000}
 VARIANTS = ("uninstrumented", "instrumented")
@@ -274,7 +280,7 @@ class Bench:
     @staticmethod
     def _sustained(cell: Cell) -> bool:
         """Whether the block's calls went on back to back for longer than the analysis
-        waits for calls in flight (worker.MAX_LAG_S), or handed a process more exchanges
+        waits for calls in flight (`Pacing.max_lag_s`), or handed a process more exchanges
         than its queue holds (QUEUE_SIZE, in memory each call is two): then it may drop."""
         block = cell.blocks["instrumented"][-1] if cell.blocks["instrumented"] else []
         exchanges = (2 if cell.transport == "memory" else 1) * (len(block) + cell.plan.warmup)

@@ -35,6 +35,8 @@ from opentelemetry.sdk.metrics.export import InMemoryMetricReader
 from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor, SpanExporter, SpanExportResult
 
+from ._compat import flush
+
 INSTRUMENT_ENV = "MCP_TOKENS_BENCH_INSTRUMENT"
 PAYLOAD_DIR_ENV = "MCP_TOKENS_BENCH_PAYLOADS"
 PAYLOAD_TOOL = "payload"
@@ -143,7 +145,7 @@ class BenchTelemetry:
         if self._reader is None or pipeline is None:
             return {"instrumented": False}
         started = time.perf_counter()
-        drained = pipeline.worker.drain(DRAIN_TIMEOUT_S)
+        drained = flush(pipeline, DRAIN_TIMEOUT_S)
         drain_s = time.perf_counter() - started
         payload: dict[str, dict[str, int]] = defaultdict(lambda: {"sum": 0, "count": 0})
         estimated: dict[str, int] = defaultdict(int)

@@ -46,6 +46,7 @@ from opentelemetry.sdk.metrics import MeterProvider
 from opentelemetry.sdk.metrics.export import InMemoryMetricReader
 from opentelemetry.sdk.trace import TracerProvider
 
+from ._compat import flush, start_analysis
 from .engine import json_payload
 
 TICK_S = 0.001
@@ -214,7 +215,7 @@ async def measure(pipeline: Pipeline, tracer_provider: TracerProvider, case: Cas
         exchange.end_span = True
         exchange.finish(response)
         pipeline.submit(exchange)
-    return await _tick_until(lambda: pipeline.worker.drain(0), minimum_s=0.05)
+    return await _tick_until(lambda: flush(pipeline, 0), minimum_s=0.05)
 
 
 Row = tuple[str, Ticks]
@@ -226,8 +227,7 @@ async def run(full: bool, repeat: int, analysis: str = "process") -> list[Row]:
     pipeline = Pipeline(
         Settings(analysis=analysis), MeterProvider(metric_readers=[reader]).get_meter("loop-stall")
     )
-    pipeline.start()
-    if not pipeline.wait_ready(60):
+    if not start_analysis(pipeline, 60):
         raise RuntimeError("the tokenizer did not load")
     rows: list[Row] = [("nothing to analyse (floor)", await _tick_until(lambda: True, minimum_s=1.0))]
     for case in cases(full):

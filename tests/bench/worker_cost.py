@@ -30,6 +30,7 @@ from opentelemetry.sdk.metrics.export import InMemoryMetricReader
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.trace import Tracer
 
+from ._compat import flush, start_analysis
 from .engine import json_payload
 
 SIZES = {"1 KB": 1_000, "50 KB": 50_000, "1 MB": 1_000_000}
@@ -72,7 +73,7 @@ def measure(pipeline: Pipeline, tracer: Tracer, text: str, calls: int) -> tuple[
         for exchange in exchanges[start : start + 50]:
             pipeline.submit(exchange)
         time.sleep(0.02)
-    if not pipeline.worker.drain(600):
+    if not flush(pipeline, 600):
         raise RuntimeError("the analysis did not finish")
     ours = process_cpu_s() - ours
     helper_after = helper_cpu_s(pipeline)
@@ -88,8 +89,7 @@ def main(argv: list[str] | None = None) -> int:
         Settings(analysis=args.analysis),
         MeterProvider(metric_readers=[InMemoryMetricReader()]).get_meter("bench"),
     )
-    pipeline.start()
-    if not pipeline.wait_ready(60):
+    if not start_analysis(pipeline, 60):
         raise SystemExit("the analysis did not start")
     tracer = TracerProvider().get_tracer("bench")
     print(f"CPU per tools/call exchange, ms (analysis: {pipeline.worker.mode})")

@@ -108,7 +108,7 @@ class Telemetry:
         return self.instrumentor.pipeline
 
     def drain(self) -> None:
-        assert self.pipeline.worker.drain(DRAIN_S), "the analysis worker did not drain"
+        assert self.pipeline.force_flush(DRAIN_S), "the analysis worker did not drain"
 
     def spans(self) -> list[ReadableSpan]:
         self.drain()

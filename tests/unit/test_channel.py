@@ -12,19 +12,22 @@ from hypothesis import strategies as st
 from opentelemetry.instrumentation.mcp_tokens import channel
 from opentelemetry.instrumentation.mcp_tokens.analyst import Job
 from opentelemetry.instrumentation.mcp_tokens.engine.analysis import PayloadKind
-from opentelemetry.instrumentation.mcp_tokens.exchange import BudgetRef, Side
+from opentelemetry.instrumentation.mcp_tokens.pacing import Pacing
+
+PIECE_BYTES = Pacing().piece_bytes
 
 JOB = Job(
     seq=7,
-    side=Side.CLIENT,
+    side="client",
     method="tools/call",
     target="search",
     server_name="crm",
     error_type=None,
-    budget=BudgetRef("conversation-1", 128_000),
     end_ns=123,
     request_kind=PayloadKind.TOOL_ARGUMENTS,
     response_kind=PayloadKind.TOOL_RESULT,
+    budget_key="conversation-1",
+    context_window=128_000,
 )
 
 json_values = st.recursive(
@@ -98,8 +101,8 @@ def test_a_large_payload_is_cut_into_bounded_pieces() -> None:
         b"".join(channel.job_frames(JOB, {"q": "x"}, {"content": [{"type": "text", "text": text}]}))
     )
     pieces = [body for kind, body in frames if kind in (channel.PIECE, channel.TEXT)]
-    assert len(pieces) >= 2_000_000 // channel.PIECE_BYTES
-    assert max(len(piece) for piece in pieces) < channel.PIECE_BYTES + (32 << 10)
+    assert len(pieces) >= 2_000_000 // PIECE_BYTES
+    assert max(len(piece) for piece in pieces) < PIECE_BYTES + (32 << 10)
     _, payloads = parse_job(frames)
     assert payloads[1] == {"content": [{"type": "text", "text": text}]}
 

@@ -34,10 +34,11 @@ lowercase name after the prefix (``OTEL_INSTRUMENTATION_MCP_TOKENS_CONTEXT_WINDO
 ``QUEUE_SIZE``, ``MAX_LABEL_VALUES``, ``CONTENT_MAX_CHARS``, ``ANALYSIS``; content capture
 follows ``OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT`` (off by default).
 
-Counting happens off the response path, in a helper process that ``instrument()`` starts
-(the same interpreter, at the lowest CPU priority; it exits with the application), so the
-application's interpreter only hands payloads over and records the findings.
-``ANALYSIS=thread`` runs the analysis on a thread of the application instead.
+Counting happens off the response path, in a helper process that the first MCP exchange
+starts (the same interpreter, at the lowest CPU priority; it exits with the application),
+so the application's interpreter only hands payloads over and records the findings; a
+process that never sees an MCP message starts none. ``ANALYSIS=thread`` runs the analysis
+on a thread of the application instead.
 
 The entry point is named ``mcp_tokens`` (not ``mcp``), so
 ``OTEL_PYTHON_DISABLED_INSTRUMENTATIONS=mcp`` disables other MCP instrumentations only.
@@ -84,8 +85,10 @@ class McpTokensInstrumentor(BaseInstrumentor):  # type: ignore[misc]
             self._stop()
 
     def _start(self, **kwargs: Any) -> None:
-        from .patches import installed_mcp_version, select_patcher
-        from .pipeline import Pipeline
+        # Imported when instrument() runs, not when the entry point is loaded (every
+        # instrumentor's module is imported by opentelemetry-instrument).
+        from .patches import installed_mcp_version, select_patcher  # noqa: PLC0415
+        from .pipeline import Pipeline  # noqa: PLC0415
 
         version = installed_mcp_version()
         patcher_class = select_patcher(version)
@@ -97,7 +100,6 @@ class McpTokensInstrumentor(BaseInstrumentor):  # type: ignore[misc]
         )
         meter = get_meter(__name__, __version__, kwargs.pop("meter_provider", None), schema_url=_SCHEMA_URL)
         pipeline = Pipeline(Settings.load(kwargs), meter)
-        pipeline.start()
         self._pipeline = pipeline
         self._patcher = patcher_class(pipeline, tracer)
         self._patcher.patch()
