@@ -323,3 +323,93 @@ def test_after_a_large_payload_the_helper_gives_its_memory_back(link: ProcessLin
     time.sleep(0.2)
     after = _rss_kb(link.pid)
     assert after <= 1.2 * idle, f"idle {idle} KB, after a 30 MB result {after} KB"
+
+
+_INSTRUMENTED = textwrap.dedent(
+    """
+    import os, sys
+    from opentelemetry.instrumentation.mcp_tokens import McpTokensInstrumentor
+    from opentelemetry.instrumentation.mcp_tokens.exchange import Exchange, Side
+    instrumentor = McpTokensInstrumentor()
+    instrumentor.instrument()
+    print(os.getpid(), flush=True)
+    sys.stdin.readline()  # counted: now the process's first exchange
+    item = Exchange(Side.CLIENT, "tools/call", target="t")
+    item.finish({"content": [{"type": "text", "text": "hello"}]})
+    instrumentor.pipeline.submit(item)
+    print("flushed" if instrumentor.pipeline.force_flush(60) else "not flushed", flush=True)
+    sys.stdin.readline()
+    """
+)
+
+
+def _children(pid: int) -> list[int]:
+    return [
+        int(child)
+        for path in Path(f"/proc/{pid}/task").glob("*/children")
+        for child in path.read_text().split()
+    ]
+
+
+def _threads(pid: int) -> int:
+    return len(list(Path(f"/proc/{pid}/task").iterdir()))
+
+
+@linux_only
+def test_a_process_starts_no_helper_and_no_thread_until_its_first_exchange() -> None:
+    process = subprocess.Popen(
+        [sys.executable, "-c", _INSTRUMENTED], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
+    )
+    try:
+        assert process.stdin is not None and process.stdout is not None
+        pid = int(process.stdout.readline())
+        time.sleep(1.0)  # what instrument() started would be running by now
+        assert _children(pid) == [] and _threads(pid) == 1
+        process.stdin.write("\n")
+        process.stdin.flush()
+        assert process.stdout.readline().strip() == "flushed"
+        assert len(_children(pid)) == 1 and _threads(pid) > 1  # the helper, the worker thread
+    finally:
+        process.kill()
+        process.wait(10)
+
+
+@linux_only
+def test_a_process_launched_with_opentelemetry_instrument_that_never_imports_mcp_has_no_helper() -> None:
+    launcher = Path(sys.executable).with_name("opentelemetry-instrument")
+    if not launcher.exists():
+        pytest.skip("opentelemetry-instrument is not installed next to this interpreter")
+    command = [
+        str(launcher),
+        "--traces_exporter",
+        "none",
+        "--metrics_exporter",
+        "none",
+        "--logs_exporter",
+        "none",
+    ]
+    script = (
+        "import os, sys\n"
+        "from opentelemetry.instrumentation.mcp_tokens import McpTokensInstrumentor\n"
+        "instrumented = McpTokensInstrumentor().is_instrumented_by_opentelemetry\n"
+        "print(os.getpid(), instrumented, 'mcp' in sys.modules, flush=True)\n"
+        "sys.stdin.readline()\n"
+    )
+    env = {key: value for key, value in os.environ.items() if key != "OTEL_PYTHON_DISABLED_INSTRUMENTATIONS"}
+    process = subprocess.Popen(
+        [*command, sys.executable, "-c", script],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+        env=env,
+    )
+    try:
+        assert process.stdout is not None
+        pid, instrumented, imported = process.stdout.readline().split()
+        assert instrumented == "True"  # the launcher ran instrument()
+        assert imported == "False"  # and the MCP SDK is patched when the application imports it
+        time.sleep(1.0)
+        assert _children(int(pid)) == []
+    finally:
+        process.kill()
+        process.wait(10)

@@ -47,10 +47,14 @@ The entry point is named ``mcp_tokens`` (not ``mcp``), so
 from __future__ import annotations
 
 import atexit
+import functools
 import logging
+import sys
 from collections.abc import Collection
+from types import ModuleType
 from typing import Any
 
+import wrapt
 from opentelemetry.instrumentation.instrumentor import BaseInstrumentor  # type: ignore[attr-defined]
 from opentelemetry.metrics import get_meter
 from opentelemetry.trace import get_tracer
@@ -101,9 +105,24 @@ class McpTokensInstrumentor(BaseInstrumentor):  # type: ignore[misc]
         meter = get_meter(__name__, __version__, kwargs.pop("meter_provider", None), schema_url=_SCHEMA_URL)
         pipeline = Pipeline(Settings.load(kwargs), meter)
         self._pipeline = pipeline
-        self._patcher = patcher_class(pipeline, tracer)
-        self._patcher.patch()
+        self._patcher = patcher = patcher_class(pipeline, tracer)
+        if "mcp" in sys.modules:
+            patcher.patch()
+        else:
+            # A process that never imports the MCP SDK (a server's supervisor, the gunicorn
+            # master, multiprocessing's resource tracker) does not pay for importing it here:
+            # the patches go in when the application imports it.
+            wrapt.register_post_import_hook(functools.partial(self._patch_on_import, patcher), "mcp")
         atexit.register(self._flush_at_exit)
+
+    def _patch_on_import(self, patcher: Any, module: ModuleType) -> None:
+        if patcher is not self._patcher:  # uninstrumented (or instrumented anew) since
+            return
+        try:
+            patcher.patch()
+        except Exception:
+            _logger.warning("mcp-tokens could not instrument MCP; continuing without it", exc_info=True)
+            self._stop()
 
     def _uninstrument(self, **kwargs: Any) -> None:
         self._stop()
