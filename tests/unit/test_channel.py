@@ -131,3 +131,12 @@ def test_decoding_something_that_is_not_json_raises_a_value_error() -> None:
     with pytest.raises(ValueError):
         channel.decode_payload([b"{not json"])
     assert channel.decode_payload([json.dumps({"k": [1, 2]}).encode()]) == {"k": [1, 2]}
+
+
+def test_the_piece_size_is_the_pacings() -> None:
+    text = "0123456789" * 10_000
+    frames = read_all(b"".join(channel.job_frames(JOB, None, {"text": text}, piece_bytes=4096)))
+    pieces = [body for kind, body in frames if kind in (channel.PIECE, channel.TEXT)]
+    assert len(pieces) >= len(text) // (2 * 4096)
+    assert max(len(piece) for piece in pieces) <= 2 * 4096
+    assert parse_job(frames)[1] == [{"text": text}]
