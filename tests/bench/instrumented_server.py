@@ -17,6 +17,7 @@
 
 from __future__ import annotations
 
+import importlib
 import itertools
 import json
 import logging
@@ -115,6 +116,9 @@ class BenchTelemetry:
     def start(self) -> None:
         """Instrument with fresh metrics; return once the exact tokenizer is loaded."""
         self.exporter.clear()
+        # The MCP SDK first, as an MCP application has it: mcp-tokens installs its patches
+        # and its pipeline once the SDK is imported.
+        importlib.import_module("mcp")
         self._reader = InMemoryMetricReader()
         self._meter_provider = MeterProvider(metric_readers=[self._reader])
         self.instrumentor.instrument(

@@ -332,6 +332,7 @@ _INSTRUMENTED = textwrap.dedent(
     from opentelemetry.instrumentation.mcp_tokens.exchange import Exchange, Side
     instrumentor = McpTokensInstrumentor()
     instrumentor.instrument()
+    import mcp  # an MCP application: patched now, and still no exchange
     print(os.getpid(), flush=True)
     sys.stdin.readline()  # counted: now the process's first exchange
     item = Exchange(Side.CLIENT, "tools/call", target="t")

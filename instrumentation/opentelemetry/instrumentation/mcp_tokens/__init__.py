@@ -50,14 +50,14 @@ import atexit
 import functools
 import logging
 import sys
-from collections.abc import Collection
+from collections.abc import Callable, Collection
 from types import ModuleType
 from typing import Any
 
 import wrapt
 from opentelemetry.instrumentation.instrumentor import BaseInstrumentor  # type: ignore[attr-defined]
-from opentelemetry.metrics import get_meter
-from opentelemetry.trace import get_tracer
+from opentelemetry.metrics import Meter, get_meter
+from opentelemetry.trace import Tracer, get_tracer
 
 from .config import Settings
 from .package import _instruments
@@ -75,6 +75,8 @@ class McpTokensInstrumentor(BaseInstrumentor):  # type: ignore[misc]
 
     _patcher: Any = None
     _pipeline: Any = None
+    # Installs the patches and the pipeline (at once, or when the MCP SDK is imported).
+    _install: Callable[[], None] | None = None
 
     def instrumentation_dependencies(self) -> Collection[str]:
         return _instruments
@@ -89,7 +91,23 @@ class McpTokensInstrumentor(BaseInstrumentor):  # type: ignore[misc]
             self._stop()
 
     def _start(self, **kwargs: Any) -> None:
-        # Imported when instrument() runs, not when the entry point is loaded (every
+        settings = Settings.load(kwargs)  # a value that does not parse is logged now
+        tracer = get_tracer(
+            __name__, __version__, kwargs.pop("tracer_provider", None), schema_url=_SCHEMA_URL
+        )
+        meter = get_meter(__name__, __version__, kwargs.pop("meter_provider", None), schema_url=_SCHEMA_URL)
+        self._install = install = functools.partial(self._patch, settings, tracer, meter)
+        if "mcp" in sys.modules:
+            install()
+        else:
+            # A process that never imports the MCP SDK (a server's supervisor, the gunicorn
+            # master, multiprocessing's resource tracker) loads neither it nor our patches
+            # and pipeline: they are installed when the application imports the SDK.
+            wrapt.register_post_import_hook(functools.partial(self._patch_on_import, install), "mcp")
+        atexit.register(self._flush_at_exit)
+
+    def _patch(self, settings: Settings, tracer: Tracer, meter: Meter) -> None:
+        # Imported once the MCP SDK is, not when the entry point is loaded (every
         # instrumentor's module is imported by opentelemetry-instrument).
         from .patches import installed_mcp_version, select_patcher  # noqa: PLC0415
         from .pipeline import Pipeline  # noqa: PLC0415
@@ -99,27 +117,15 @@ class McpTokensInstrumentor(BaseInstrumentor):  # type: ignore[misc]
         if patcher_class is None:
             _logger.warning("mcp-tokens does not support mcp %s; MCP will not be instrumented", version)
             return
-        tracer = get_tracer(
-            __name__, __version__, kwargs.pop("tracer_provider", None), schema_url=_SCHEMA_URL
-        )
-        meter = get_meter(__name__, __version__, kwargs.pop("meter_provider", None), schema_url=_SCHEMA_URL)
-        pipeline = Pipeline(Settings.load(kwargs), meter)
-        self._pipeline = pipeline
-        self._patcher = patcher = patcher_class(pipeline, tracer)
-        if "mcp" in sys.modules:
-            patcher.patch()
-        else:
-            # A process that never imports the MCP SDK (a server's supervisor, the gunicorn
-            # master, multiprocessing's resource tracker) does not pay for importing it here:
-            # the patches go in when the application imports it.
-            wrapt.register_post_import_hook(functools.partial(self._patch_on_import, patcher), "mcp")
-        atexit.register(self._flush_at_exit)
+        self._pipeline = pipeline = Pipeline(settings, meter)
+        self._patcher = patcher_class(pipeline, tracer)
+        self._patcher.patch()
 
-    def _patch_on_import(self, patcher: Any, module: ModuleType) -> None:
-        if patcher is not self._patcher:  # uninstrumented (or instrumented anew) since
+    def _patch_on_import(self, install: Callable[[], None], module: ModuleType) -> None:
+        if install is not self._install:  # uninstrumented (or instrumented anew) since
             return
         try:
-            patcher.patch()
+            install()
         except Exception:
             _logger.warning("mcp-tokens could not instrument MCP; continuing without it", exc_info=True)
             self._stop()
@@ -129,7 +135,7 @@ class McpTokensInstrumentor(BaseInstrumentor):  # type: ignore[misc]
 
     def _stop(self) -> None:
         patcher, pipeline = self._patcher, self._pipeline
-        self._patcher = self._pipeline = None
+        self._patcher = self._pipeline = self._install = None
         if patcher is not None:
             try:
                 patcher.unpatch()
