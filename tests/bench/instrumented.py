@@ -62,6 +62,7 @@ from opentelemetry.instrumentation.mcp_tokens.config import Settings
 from opentelemetry.instrumentation.mcp_tokens.engine.tokenizer import load_bundled_encoding
 
 from ._clients import TRANSPORTS, Caller, variant_session
+from ._doc import add_markdown_option, write_section
 from .engine import json_payload
 from .instrumented_server import (
     PAYLOAD_TOOL,
@@ -400,6 +401,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--rounds", type=int, default=None, help="blocks per variant, every size")
     parser.add_argument("--time-cap", type=float, default=None, help="seconds (default 1200, quick 300)")
+    add_markdown_option(parser)
     args = parser.parse_args(argv)
     labels = [label.strip() for label in args.sizes.split(",")]
     transports = [name.strip() for name in args.transports.split(",")]
@@ -454,6 +456,11 @@ def main(argv: list[str] | None = None) -> int:
         print("(overload: only under sustained load, past the analysis' 1 s of waiting)\n")
         print(table(results))
         print(f"\n{elapsed:.0f} s" + ("" if complete else " (time cap reached: fewer rounds)"))
+    if args.markdown:
+        capped = "" if complete else "\n\nThe time cap ended this run early: fewer rounds than planned."
+        write_section(
+            args.markdown, "instrumented", table(results) + capped, "tests.bench.instrumented", argv
+        )
         for r in results:
             if r["checks"] != "ok":
                 print(f"FAILED {r['size']} {r['transport']}: {'; '.join(r['checks'])}")
