@@ -1,9 +1,10 @@
 """Every timing and sizing knob of the analysis' scheduling, in one frozen object.
 
 The worker thread (worker.py), the registry of calls in flight (inflight.py), the links to
-the analysis (link.py), the helper process (helper.py, activity.py, cpu.py), the frames
-between them (channel.py) and the analysis (analyst.py) take a `Pacing` as an argument
-with `Pacing()` as its default, as opentelemetry-python's BatchProcessor takes its knobs.
+the analysis (helper_link.py, thread_link.py), the helper process (helper.py, activity.py,
+cpu.py), the frames between them (channel.py) and the analysis (analyst.py) take a
+`Pacing` as an argument with `Pacing()` as its default, as opentelemetry-python's
+BatchProcessor takes its knobs.
 Tests pass their own. Values that must agree are derived here, not kept equal by hand.
 The helper receives its parent's `Pacing` with the settings.
 """
