@@ -91,11 +91,11 @@ class McpTokensInstrumentor(BaseInstrumentor):  # type: ignore[misc]
             self._stop()
 
     def _start(self, **kwargs: Any) -> None:
-        settings = Settings.load(kwargs)  # a value that does not parse is logged now
         tracer = get_tracer(
             __name__, __version__, kwargs.pop("tracer_provider", None), schema_url=_SCHEMA_URL
         )
         meter = get_meter(__name__, __version__, kwargs.pop("meter_provider", None), schema_url=_SCHEMA_URL)
+        settings = Settings.load(kwargs)  # a value that does not parse is logged now
         self._install = install = functools.partial(self._patch, settings, tracer, meter)
         if "mcp" in sys.modules:
             install()
