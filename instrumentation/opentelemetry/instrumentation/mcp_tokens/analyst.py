@@ -21,6 +21,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from . import semconv
 from .config import Settings
 from .engine.analysis import Analysis, Analyzer, AnalyzerOptions, PayloadKind
 from .engine.compact import compact_json
@@ -280,11 +281,16 @@ def _summary(analysis: Analysis | None) -> Analysis | None:
 
 
 def _folded_definitions(response: Analysis | None, targets: LabelFolder) -> dict[str, int] | None:
-    """Definition tokens per tool label; tools folded into `_OTHER` add up there."""
+    """Definition tokens per tool label, adding up to the listing's tokens: tools folded into
+    `_OTHER`, and those past the analysis' per-block detail (`MAX_BLOCK_DETAIL`) or without a
+    name, count there, so the sum over a server's labels is its definition tax."""
     if response is None:
         return None
     definitions: dict[str, int] = {}
     for name, tokens in response.tool_definitions:
         label = targets.fold(name)
         definitions[label] = definitions.get(label, 0) + tokens
+    undetailed = response.tokens - sum(definitions.values())
+    if undetailed > 0:
+        definitions[semconv.OTHER_VALUE] = definitions.get(semconv.OTHER_VALUE, 0) + undetailed
     return definitions
