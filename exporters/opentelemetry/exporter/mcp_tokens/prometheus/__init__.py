@@ -84,6 +84,15 @@ class McpTokensPrometheusReader(PrometheusMetricReader):
             _logger.warning("mcp-tokens: the Prometheus exporter could not start", exc_info=True)
         _register_fork_hooks(self)
 
+    @property
+    def address(self) -> tuple[str, int] | None:
+        """Where this process serves the endpoint (None: it does not, e.g. a worker)."""
+        role = self.role
+        if isinstance(role, _Root) and role.server is not None:
+            host, port = role.server.server_address[:2]
+            return str(host), int(port)
+        return None
+
     # --- this process's own series -----------------------------------------------------
     def collect_raw(self) -> tuple[list[Metric], dict[SampleKey, float]]:
         with self._collect_lock:
@@ -157,7 +166,7 @@ class _Root(_Role):
         self._owner = os.getpid()
         self._archive = Archive()
         self._scrape_lock = threading.Lock()
-        self._server: Any = None
+        self.server: Any = None
 
     @classmethod
     def start(cls, reader: McpTokensPrometheusReader) -> _Role:
@@ -178,7 +187,7 @@ class _Root(_Role):
         served = CollectorRegistry()
         served.register(_MergedCollector(root))
         try:
-            root._server, _ = start_http_server(port, addr=host, registry=served)
+            root.server, _ = start_http_server(port, addr=host, registry=served)
         except OSError as error:
             root.stop()
             os.environ[TREE_ENV] = ""
@@ -243,10 +252,10 @@ class _Root(_Role):
             os.close(lock_fd)
 
     def stop(self) -> None:
-        if self._server is not None:
-            self._server.shutdown()
-            self._server.server_close()
-            self._server = None
+        if self.server is not None:
+            self.server.shutdown()
+            self.server.server_close()
+            self.server = None
         if self.tree is not None and os.getpid() == self._owner:
             self.tree.remove()
             if os.environ.get(TREE_ENV) == str(self.tree.path):
@@ -258,9 +267,9 @@ class _Root(_Role):
     def leave_in_child(self) -> None:
         # The listening socket is the parent's; the child keeps the tree's lock (inherited),
         # so the directory counts as alive while any process of the server runs.
-        if self._server is not None:
-            self._server.socket.close()
-            self._server = None
+        if self.server is not None:
+            self.server.socket.close()
+            self.server = None
 
 
 def _create_tree() -> tuple[Tree | None, int | None]:
