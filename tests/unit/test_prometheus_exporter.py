@@ -166,16 +166,23 @@ def scrape(port: int) -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:
     }
 
 
-def test_a_single_process_serves_its_series_and_cleans_up(exporter_env: Path) -> None:
+def test_a_single_process_serves_what_the_stock_exporter_serves(exporter_env: Path) -> None:
     reader = McpTokensPrometheusReader()
-    provider = MeterProvider(metric_readers=[reader])
+    stock = CollectorRegistry()
+    provider = MeterProvider(metric_readers=[reader, PrometheusMetricReader(registry=stock)])
     try:
         address = reader.address
         assert address is not None
         tree_path = Path(os.environ[exporter.TREE_ENV])
         assert tree_path.parent == exporter_env
-        provider.get_meter("m").create_counter("mcp_tokens.overhead", unit="{token}").add(3)
-        assert scrape(address[1])[("mcp_tokens_overhead_total", ())] == 3.0
+        meter = provider.get_meter("opentelemetry.instrumentation.mcp_tokens", "1.0")
+        meter.create_counter("mcp_tokens.overhead", unit="{token}").add(
+            3, {"mcp_tokens.overhead.kind": "marked"}
+        )
+        meter.create_histogram("mcp_tokens.analysis.duration", unit="s").record(0.002)
+        meter.create_gauge("mcp_tokens.tool.definition", unit="{token}").set(40, {"gen_ai.tool.name": "a"})
+        with urllib.request.urlopen(f"http://127.0.0.1:{address[1]}/metrics", timeout=5) as response:
+            assert response.read() == generate_latest(stock)
         assert list(tree_path.glob("w-*")) == []  # a process that serves writes no file
     finally:
         provider.shutdown()
