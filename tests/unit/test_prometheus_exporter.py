@@ -16,7 +16,7 @@ from opentelemetry.exporter.mcp_tokens import prometheus as exporter
 from opentelemetry.exporter.mcp_tokens.prometheus import McpTokensPrometheusReader
 from opentelemetry.exporter.mcp_tokens.prometheus.merge import Archive, ChangeClock, merge
 from opentelemetry.exporter.mcp_tokens.prometheus.samples import Family, SampleKey, flatten, rebuild
-from opentelemetry.exporter.mcp_tokens.prometheus.store import WorkerStore, read_worker_file
+from opentelemetry.exporter.mcp_tokens.prometheus.store import WorkerStore, read_generation, read_worker_file
 from opentelemetry.exporter.mcp_tokens.prometheus.tree import PREFIX, TREE_LOCK, Tree, remove_stale
 from opentelemetry.exporter.prometheus import PrometheusMetricReader
 from opentelemetry.sdk.metrics import MeterProvider
@@ -108,6 +108,8 @@ def test_a_worker_file_holds_cumulative_values_and_the_generation(tmp_path: Path
     tree, lock_fd = Tree.create(tmp_path)
     try:
         store = WorkerStore(*tree.new_worker_file())
+        (path,) = tree.worker_files()
+        assert read_generation(path) == -1 and read_worker_file(path) == ({}, -1)
         total = key(COUNTER, "mcp_tokens_overhead_total")
         labels = {f"tool_{i}": "x" * 50 for i in range(40)}
         many = {
@@ -115,9 +117,9 @@ def test_a_worker_file_holds_cumulative_values_and_the_generation(tmp_path: Path
         }
         store.write({total: (3.0, 0.0), **many}, generation=1)  # past the file's first 64 KiB
         store.write({total: (5.0, 0.0)}, generation=2)
-        (path,) = tree.worker_files()
         values, generation = read_worker_file(path)
-        assert generation == 2 and values[total] == (5.0, 0.0) and len(values) == 401
+        assert generation == 2 == read_generation(path)
+        assert values[total] == (5.0, 0.0) and len(values) == 401
         assert path.stat().st_size > 1 << 16
         store.close()
     finally:

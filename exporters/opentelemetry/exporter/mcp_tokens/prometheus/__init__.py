@@ -50,7 +50,7 @@ from prometheus_client.metrics_core import Metric
 
 from .merge import Archive, ChangeClock, Policy, Stamped, merge, policy
 from .samples import SampleKey, flatten, rebuild
-from .store import WorkerStore, read_worker_file
+from .store import KeyCache, WorkerStore, read_generation, read_worker_file
 from .tree import Tree, held_elsewhere, remove_stale, try_lock
 
 _logger = logging.getLogger(__name__)
@@ -165,6 +165,7 @@ class _Root(_Role):
         self._lock_fd = lock_fd
         self._owner = os.getpid()
         self._archive = Archive()
+        self._keys = KeyCache()
         self._scrape_lock = threading.Lock()
         self.server: Any = None
 
@@ -219,31 +220,32 @@ class _Root(_Role):
         generation = tree.start_scrape()
         started = time.monotonic()
         while True:
-            running: list[dict[SampleKey, Stamped]] = []
-            waiting = False
-            for path in tree.worker_files():
-                if not held_elsewhere(path):
-                    self._fold(path)
-                    continue
-                try:
-                    values, flushed = read_worker_file(path)
-                except (OSError, RuntimeError):
-                    continue
-                running.append(values)
-                waiting = waiting or flushed < generation
+            waiting = any(
+                read_generation(path) < generation for path in tree.worker_files() if held_elsewhere(path)
+            )
             elapsed = time.monotonic() - started
             # At least one poll period: a worker that recorded its first series since the last
             # scrape creates its file only when it sees this one.
             if (elapsed >= POLL_S * 1.5 and not waiting) or elapsed >= ANSWER_WAIT_S:
-                return running
+                break
             time.sleep(0.01)
+        running: list[dict[SampleKey, Stamped]] = []
+        for path in tree.worker_files():
+            if not held_elsewhere(path):
+                self._fold(path)
+                continue
+            try:
+                running.append(read_worker_file(path, self._keys)[0])
+            except (OSError, RuntimeError):
+                continue
+        return running
 
     def _fold(self, path: Path) -> None:
         lock_fd = try_lock(path)
         if lock_fd is None:
             return
         try:
-            values, _ = read_worker_file(path)
+            values, _ = read_worker_file(path, self._keys)
             self._archive.fold(values)
             path.unlink()
         except (OSError, RuntimeError):
