@@ -37,7 +37,8 @@ class Metadata(NamedTuple):
     unit: str
 
 
-def _varint(value: int) -> bytes:
+def varint(value: int) -> bytes:
+    """Base-128 varint, low groups first (protobuf's, and snappy's length prefix)."""
     value &= (1 << 64) - 1  # negative int64 values are ten bytes, two's complement
     out = bytearray()
     while value >= 0x80:
@@ -48,7 +49,7 @@ def _varint(value: int) -> bytes:
 
 
 def _field(number: int, payload: bytes) -> bytes:
-    return _varint(number << 3 | 2) + _varint(len(payload)) + payload
+    return varint(number << 3 | 2) + varint(len(payload)) + payload
 
 
 def _text(number: int, text: str) -> bytes:
@@ -57,14 +58,14 @@ def _text(number: int, text: str) -> bytes:
 
 def _series(series: Series) -> bytes:
     parts = [_field(1, _text(1, name) + _text(2, value)) for name, value in series.labels]
-    sample = b"\x09" + _DOUBLE.pack(series.value) + b"\x10" + _varint(series.timestamp_ms)
+    sample = b"\x09" + _DOUBLE.pack(series.value) + b"\x10" + varint(series.timestamp_ms)
     parts.append(_field(2, sample))
     return b"".join(parts)
 
 
 def _metadata(metadata: Metadata) -> bytes:
     kind = METRIC_TYPES.get(metadata.type, 0)
-    body = b"\x08" + _varint(kind) + _text(2, metadata.family)
+    body = b"\x08" + varint(kind) + _text(2, metadata.family)
     if metadata.help:
         body += _text(4, metadata.help)
     if metadata.unit:

@@ -12,6 +12,8 @@ import urllib.parse
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
+from opentelemetry.exporter.mcp_tokens.env import integer_setting
+
 _logger = logging.getLogger(__name__)
 
 PREFIX = "OTEL_EXPORTER_MCP_TOKENS_REMOTE_WRITE_"
@@ -39,8 +41,8 @@ class RemoteWriteSettings:
         return cls(
             endpoint=_endpoint(env.get(ENDPOINT, "").strip()),
             headers=_headers(env.get(HEADERS, "")),
-            interval_s=_milliseconds(env, INTERVAL, DEFAULT_INTERVAL_MS, 100, 3_600_000) / 1000,
-            timeout_s=_milliseconds(env, TIMEOUT, DEFAULT_TIMEOUT_MS, 100, 600_000) / 1000,
+            interval_s=integer_setting(env, INTERVAL, DEFAULT_INTERVAL_MS, 100, 3_600_000) / 1000,
+            timeout_s=integer_setting(env, TIMEOUT, DEFAULT_TIMEOUT_MS, 100, 600_000) / 1000,
         )
 
 
@@ -72,17 +74,3 @@ def _headers(text: str) -> dict[str, str]:
             continue
         headers[name] = value
     return headers
-
-
-def _milliseconds(env: Mapping[str, str], name: str, default: int, low: int, high: int) -> int:
-    text = env.get(name, "").strip()
-    if not text:
-        return default
-    try:
-        value = int(text)
-    except ValueError:
-        value = -1
-    if not low <= value <= high:
-        _logger.warning("%s=%r is not milliseconds in %d..%d; using %d", name, text, low, high, default)
-        return default
-    return value

@@ -15,20 +15,13 @@ output is valid for any decoder; only the ratio differs from the C++ encoder's.
 
 from __future__ import annotations
 
+from .protobuf import varint
+
 _MAX_OFFSET = 65535
 _MAX_COPY = 64
 _MIN_MATCH = 4
 # Every 32 failed lookups in a row, step one byte further (as the reference encoder does).
 _SKIP_SHIFT = 5
-
-
-def _varint(value: int) -> bytes:
-    out = bytearray()
-    while value >= 0x80:
-        out.append((value & 0x7F) | 0x80)
-        value >>= 7
-    out.append(value)
-    return bytes(out)
 
 
 def _literal(out: bytearray, data: bytes, start: int, end: int) -> None:
@@ -58,7 +51,7 @@ def _copy(out: bytearray, offset: int, length: int) -> None:
 
 def compress(data: bytes) -> bytes:
     """`data` in snappy's block format."""
-    out = bytearray(_varint(len(data)))
+    out = bytearray(varint(len(data)))
     size = len(data)
     table: dict[bytes, int] = {}
     literal_start = 0
