@@ -132,7 +132,9 @@ class McpTokensRemoteWriteReader(PrometheusMetricReader):
             thread = self._thread
             if thread is not None and thread is not threading.current_thread():
                 thread.join(self._settings.timeout_s)
-            self.push()
+            # A push still under way carries nearly the final totals; exit waits for one push only.
+            if thread is None or not thread.is_alive():
+                self.push()
         super().shutdown(timeout_millis, **kwargs)
 
 
