@@ -5,6 +5,8 @@ PYTHON ?= python3
 VENV   ?= .venv
 BIN    := $(VENV)/bin
 PY     := $(BIN)/python
+# The demo needs the package and the MCP SDK only; the tests add their tools on top.
+BASE_STAMP := $(VENV)/.installed-base
 STAMP  := $(VENV)/.installed
 
 VENV1  ?= .venv-mcp1
@@ -17,9 +19,13 @@ PYTEST_ARGS ?=
 
 all: test
 
-$(STAMP): pyproject.toml constraints.txt
+$(BASE_STAMP): pyproject.toml constraints.txt
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
+	$(PY) -m pip install -q -c constraints.txt -e '.[instruments]'
+	touch $@
+
+$(STAMP): $(BASE_STAMP)
 	$(PY) -m pip install -q -c constraints.txt -e '.[instruments,huggingface,test]' fastmcp mcp-server-git
 	touch $@
 
@@ -32,7 +38,7 @@ $(STAMP1): pyproject.toml constraints-mcp1.txt
 install: $(STAMP)
 install-mcp1: $(STAMP1)
 
-demo: $(STAMP)
+demo: $(BASE_STAMP)
 	$(PY) -m examples.demo
 
 lint: $(STAMP)
@@ -56,7 +62,7 @@ test: lint typecheck unit unit-mcp1
 PERF_DOC ?= docs/performance.md
 MARKDOWN = $(if $(PERF_DOC),--markdown $(PERF_DOC))
 BENCHES := "engine" "engine_bounds" "startup" "worker_cost" "loop_stall --full" \
-	"page_faults --transport stdio" "page_faults --transport memory" "instrumented"
+	"page_faults --transport stdio" "page_faults --transport memory" "exporters" "instrumented"
 
 bench: $(STAMP)
 	@missed=""; for run in $(BENCHES); do \

@@ -1,18 +1,19 @@
 """`make demo`: the demo server and client, both under `opentelemetry-instrument` with the
 Prometheus exporter, then a summary of what their `/metrics` endpoints say.
 
-    python -m examples.demo [--rounds 3] [--keep-running 0]
+    python -m examples.demo [--rounds 3] [--keep-running 0] [--out out/demo]
 
 1. Starts `examples.demo_server` (streamable HTTP on 127.0.0.1) under
    `opentelemetry-instrument`, metrics on its own port, and waits until both ports listen.
 2. Runs `examples.demo_client` the same way (another metrics port): every tool several
    times, a resource, a prompt and one budget scope that crosses its warning and critical
    levels. The client stays alive until its metrics have been read.
-3. Scrapes both `/metrics`, prints a per-tool table for each side and the key series lines,
+3. Scrapes both `/metrics`, prints a per-tool table for each side and a few key series,
    and stops both processes (bounded waits, SIGKILL as a last resort).
 4. Both processes also run the mcp-tokens report exporter (`--metrics_exporter
-   prometheus,mcp_tokens_report`), which writes a report of the run when a process exits;
-   the demo ends by printing the client's report and the server's totals.
+   prometheus,mcp_tokens_report`), which writes a report of the run when a process exits
+   (HTML, Markdown, JSON and text, in `--out`); the demo ends with their totals and where
+   to look next.
 
 Exit status 0 when every call succeeded and both processes exported mcp-tokens series.
 """
@@ -41,8 +42,9 @@ CLIENT_LINGER_S = 120.0
 REPORT_GRACE_S = 10.0
 SERVER_SERVICE = "mcp-tokens-demo-server"
 CLIENT_SERVICE = "mcp-tokens-demo-client"
-# Each process writes its report at exit as plain text (printed at the end) and JSON.
-REPORT_FORMATS = (".txt", ".json")
+# Each process writes its report at exit in every format the exporter has.
+REPORT_FORMATS = (".html", ".md", ".json", ".txt")
+DEFAULT_OUT = Path("out/demo")
 REPORT_EXPORTERS = "prometheus,mcp_tokens_report"
 
 
@@ -58,42 +60,51 @@ class DemoRun:
     seconds: float
     # The report exporter's files, read once both processes exited: {side: {suffix: text}}.
     reports: dict[str, dict[str, str]] = field(default_factory=dict)
+    report_dir: Path = DEFAULT_OUT
 
     def report_json(self, side: str) -> dict[str, Any]:
         document: dict[str, Any] = json.loads(self.reports[side][".json"])
         return document
 
 
-def report_paths(log_dir: Path, side: str) -> list[Path]:
-    return [log_dir / f"{side}-report{suffix}" for suffix in REPORT_FORMATS]
+def report_paths(report_dir: Path, side: str) -> list[Path]:
+    return [report_dir / f"{side}-report{suffix}" for suffix in REPORT_FORMATS]
 
 
-def demo_env(service: str, metrics_port: int, log_dir: Path, side: str) -> dict[str, str]:
+def demo_env(service: str, metrics_port: int, report_dir: Path, side: str) -> dict[str, str]:
     """Prometheus on `metrics_port` and the report exporter; its terminal copy goes to the log."""
     return {
         **prometheus_env(service, metrics_port),
         "OTEL_METRICS_EXPORTER": REPORT_EXPORTERS,
-        **report_env(report_paths(log_dir, side)),
+        **report_env(report_paths(report_dir.resolve(), side)),
     }
 
 
-def read_reports(log_dir: Path) -> dict[str, dict[str, str]]:
+def read_reports(report_dir: Path) -> dict[str, dict[str, str]]:
     found: dict[str, dict[str, str]] = {}
     for side in ("server", "client"):
-        for path in report_paths(log_dir, side):
+        for path in report_paths(report_dir, side):
             if path.exists():
                 found.setdefault(side, {})[path.suffix] = path.read_text(encoding="utf-8")
     return found
 
 
-def run(log_dir: Path, rounds: int = 3, keep_running_s: float = 0.0) -> DemoRun:
+def run(
+    log_dir: Path, rounds: int = 3, keep_running_s: float = 0.0, report_dir: Path | None = None
+) -> DemoRun:
+    """Run both processes; their logs go to `log_dir`, their reports to `report_dir` (by
+    default `log_dir` too)."""
     started = time.monotonic()
+    report_dir = log_dir if report_dir is None else report_dir
+    report_dir.mkdir(parents=True, exist_ok=True)
+    for stale in (*report_paths(report_dir, "server"), *report_paths(report_dir, "client")):
+        stale.unlink(missing_ok=True)
     mcp_port, server_metrics_port, client_metrics_port = free_port(), free_port(), free_port()
     server = start_module(
         "demo-server",
         "examples.demo_server",
         ["--port", str(mcp_port)],
-        demo_env(SERVER_SERVICE, server_metrics_port, log_dir, "server"),
+        demo_env(SERVER_SERVICE, server_metrics_port, report_dir, "server"),
         log_dir,
         ports=(mcp_port, server_metrics_port),
     )
@@ -111,7 +122,7 @@ def run(log_dir: Path, rounds: int = 3, keep_running_s: float = 0.0) -> DemoRun:
                 "--linger",
                 str(CLIENT_LINGER_S),
             ],
-            demo_env(CLIENT_SERVICE, client_metrics_port, log_dir, "client"),
+            demo_env(CLIENT_SERVICE, client_metrics_port, report_dir, "client"),
             log_dir,
             stdout_pipe=True,
         )
@@ -141,7 +152,8 @@ def run(log_dir: Path, rounds: int = 3, keep_running_s: float = 0.0) -> DemoRun:
         if client is not None:
             client.stop(grace_s=REPORT_GRACE_S)
         server.stop(interrupt=True)
-    result.reports = read_reports(log_dir)
+    result.reports = read_reports(report_dir)
+    result.report_dir = report_dir
     return result
 
 
@@ -238,14 +250,13 @@ def render(result: DemoRun) -> str:
             side_totals(samples, side),
             "",
         ]
-    for side, text in (("server", result.server_metrics), ("client", result.client_metrics)):
-        series = metrics.key_series(text)
-        out += [
-            f"== key series, {side} /metrics ({len(series)} lines; otel_scope_* labels left out) ==",
-            *series,
-            "",
-        ]
+    out += [
+        "== key series, client /metrics (the largest of each family; otel_scope_* labels left out) ==",
+        *metrics.key_series(result.client_metrics),
+        "",
+    ]
     out += report_section(result)
+    out += next_steps(result)
     calls = sum(int(n) for n in result.client_report["calls"].values())
     errors = result.client_report["errors"]
     out.append(f"Demo finished in {result.seconds:.1f} s: {calls} tool calls, client errors: {errors}")
@@ -253,18 +264,27 @@ def render(result: DemoRun) -> str:
 
 
 def report_section(result: DemoRun) -> list[str]:
-    """The client's report as its exporter wrote it at exit, and the server report's totals."""
-    out = [
-        "== mcp-tokens report of the client, written at its exit (--metrics_exporter "
-        + REPORT_EXPORTERS
-        + ") =="
+    """The totals line of the report each process wrote at its exit."""
+    out = [f"== reports written at exit (--metrics_exporter {REPORT_EXPORTERS}) =="]
+    for side in ("client", "server"):
+        text = result.reports.get(side, {}).get(".txt", "")
+        totals = [line for line in text.splitlines() if line.startswith(f"{side}: ")]
+        out += totals or [f"{side}: no report (see its log)"]
+    return [*out, ""]
+
+
+def next_steps(result: DemoRun) -> list[str]:
+    reports = result.report_dir
+    return [
+        "== where to look next ==",
+        f"  reports    {reports / 'client-report.html'} (open it in a browser), and .md, .json, .txt;",
+        f"             {reports / 'server-report.html'} and the same for the server",
+        "  dashboards dashboards/grafana/*.json: Grafana > Dashboards > New > Import, pick a Prometheus",
+        "  alerts     dashboards/prometheus/alerts.yaml and rules.yaml (rule_files), dashboards/runbook.md",
+        "  live       python -m examples.demo --keep-running 600 keeps both /metrics endpoints up: point a",
+        "             Prometheus at them, or watch one with `mcp-tokens top http://127.0.0.1:PORT/metrics`",
+        "",
     ]
-    client = result.reports.get("client", {}).get(".txt")
-    out.append(client.rstrip() if client else "(the client wrote no report: see its log)")
-    server = result.reports.get("server", {}).get(".txt")
-    totals = [line for line in (server or "").splitlines() if line.startswith("server: ")]
-    out += ["", "== the server's report (same exporter) totals ==", *(totals or ["(no server report)"]), ""]
-    return out
 
 
 def has_token_series(text: str) -> bool:
@@ -281,12 +301,19 @@ def main(argv: Sequence[str] | None = None) -> int:
         metavar="S",
         help="keep both /metrics up for S seconds (0-3600)",
     )
+    parser.add_argument(
+        "--out",
+        type=Path,
+        default=DEFAULT_OUT,
+        metavar="DIR",
+        help=f"where both processes write their reports (default {DEFAULT_OUT})",
+    )
     args = parser.parse_args(argv)
     if not 1 <= args.rounds <= 20 or not 0 <= args.keep_running <= 3600:
         parser.error("--rounds must be in 1..20 and --keep-running in 0..3600")
     with tempfile.TemporaryDirectory(prefix="mcp-tokens-demo-") as tmp:
         try:
-            result = run(Path(tmp), args.rounds, args.keep_running)
+            result = run(Path(tmp), args.rounds, args.keep_running, args.out)
         except (RuntimeError, TimeoutError, OSError, ValueError) as exc:
             print(f"demo failed: {exc}", file=sys.stderr)
             for log in sorted(Path(tmp).glob("*.log")):

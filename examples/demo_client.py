@@ -47,7 +47,11 @@ class DemoSession:
         self.errors: list[str] = []
 
     async def list_tools(self) -> list[str]:
-        return [tool.name for tool in (await self._client.list_tools()).tools]
+        return [tool.name for tool in await self.list_tool_definitions()]
+
+    async def list_tool_definitions(self) -> list[Any]:
+        """The listed tools, as the SDK's `Tool` models."""
+        return list((await self._client.list_tools()).tools)
 
     async def call_tool(self, name: str, arguments: dict[str, Any]) -> dict[str, Any] | None:
         self.calls[name] = self.calls.get(name, 0) + 1

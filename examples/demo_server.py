@@ -107,7 +107,12 @@ def build_server() -> Any:
 
 def build_app(stateless: bool = False) -> Any:
     """The streamable-HTTP ASGI app, served at `/mcp`."""
-    server = build_server()
+    return http_app(build_server(), stateless)
+
+
+def http_app(server: Any, stateless: bool) -> Any:
+    """`server`'s streamable-HTTP ASGI app (stateless: any process of a server can answer any
+    request, as the workers of a multi-worker server must)."""
     if mcp_major() >= 2:
         return server.streamable_http_app(stateless_http=stateless)
     server.settings.stateless_http = stateless

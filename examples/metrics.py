@@ -166,48 +166,37 @@ def _add(counts: dict[str, float], key: str, value: float) -> None:
     counts[key] = counts.get(key, 0.0) + value
 
 
-def key_series(text: str) -> list[str]:
-    """The `/metrics` lines of mcp_tokens_* (not buckets) and mcp_*_duration_seconds_count,
-    with the otel_scope_* labels left out for width."""
+# One line per family in `key_series`: the series a first look at a dashboard would show.
+KEY_FAMILIES = (
+    "mcp_tokens_payload_sum",
+    "mcp_tokens_responses_total",
+    "mcp_tokens_overhead_total",
+    "mcp_tokens_tool_definition",
+    "mcp_tokens_padding_detections_total",
+    "mcp_tokens_budget_crossings_total",
+    "mcp_client_operation_duration_seconds_count",
+    "mcp_server_operation_duration_seconds_count",
+)
+
+
+def key_series(text: str, families: Iterable[str] = KEY_FAMILIES) -> list[str]:
+    """For each family, its largest series as an exposition line, without the otel_scope_*
+    labels and the labels with empty values (which Prometheus drops at ingestion)."""
+    samples = parse(text)
     lines = []
-    for line in text.splitlines():
-        if line.startswith("#"):
-            continue
-        name = line.split("{", 1)[0].split(" ", 1)[0]
-        wanted = (name.startswith("mcp_tokens_") and not name.endswith("_bucket")) or (
-            name.startswith("mcp_") and name.endswith("_duration_seconds_count")
-        )
-        if wanted:
-            lines.append(_drop_scope_labels(line))
+    for family in families:
+        found = [s for s in samples if s.name == family]
+        if found:
+            largest = max(found, key=lambda s: s.value)
+            labels = ",".join(
+                f'{name}="{_escaped(value)}"'
+                for name, value in sorted(largest.labels.items())
+                if value and name not in SCOPE_LABELS
+            )
+            lines.append(f"{family}{{{labels}}} {largest.value:g}")
     return lines
 
 
-def _drop_scope_labels(line: str) -> str:
-    if "{" not in line:
-        return line
-    head, rest = line.split("{", 1)
-    labels, tail = rest.rsplit("}", 1)
-    kept = [part for part in _split_labels(labels) if part.split("=", 1)[0] not in SCOPE_LABELS]
-    return f"{head}{{{','.join(kept)}}}{tail}"
-
-
-def _split_labels(text: str) -> list[str]:
-    """Split `a="x",b="y,z"` at the commas outside quoted values."""
-    parts: list[str] = []
-    current: list[str] = []
-    quoted = escaped = False
-    for char in text:
-        if char == "," and not quoted:
-            parts.append("".join(current))
-            current = []
-            continue
-        current.append(char)
-        if escaped:
-            escaped = False
-        elif char == "\\":
-            escaped = True
-        elif char == '"':
-            quoted = not quoted
-    if current:
-        parts.append("".join(current))
-    return [p for p in parts if p]
+def _escaped(value: str) -> str:
+    """A label value as the exposition format writes it."""
+    return value.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")

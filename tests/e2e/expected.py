@@ -49,6 +49,26 @@ def compact(value: object) -> str:
     return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
 
 
+def result_tokens(result: dict[str, Any]) -> int:
+    """A tools/call result's tokens, from what a client received (text blocks only)."""
+    total = 0
+    for block in result.get("content", []):
+        assert block["type"] == "text", f"no exact rule in this test for {block['type']!r} blocks"
+        total += text_tokens(block["text"])
+    if result.get("structuredContent") is not None:
+        total += text_tokens(compact(result["structuredContent"]))
+    return total
+
+
+DEFINITION_FIELDS = ("name", "title", "description", "inputSchema", "outputSchema", "annotations")
+
+
+def definition_tokens(tool: dict[str, Any]) -> int:
+    """A listed tool's definition tokens: the compact JSON of its shown fields, in the order of
+    `tool` (pass the wire's dict, or a re-dump that keeps the wire's order)."""
+    return text_tokens(compact({k: v for k, v in tool.items() if k in DEFINITION_FIELDS and v is not None}))
+
+
 def anthropic_image_tokens(width: int, height: int) -> int:
     """Anthropic's published estimate, ceil(w*h/750), for an image small enough that it is not
     downscaled first (long edge <= 1568 px, area well under 1.2 MP)."""

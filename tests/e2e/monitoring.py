@@ -258,6 +258,8 @@ def running_prometheus(
     scrape_jobs: Mapping[str, Sequence[int]],
     rule_files: Sequence[Path] = (),
     alertmanager_port: int | None = None,
+    *,
+    extra_args: Sequence[str] = (),
 ) -> Iterator[Prometheus]:
     workdir.mkdir(parents=True, exist_ok=True)
     config = workdir / "prometheus.yml"
@@ -274,6 +276,7 @@ def running_prometheus(
                 f"--storage.tsdb.path={workdir / 'tsdb'}",
                 f"--web.listen-address={HOST}:{port}",
                 "--rules.alert.resend-delay=1s",
+                *extra_args,
             ],
             stdin=subprocess.DEVNULL,
             stdout=out,

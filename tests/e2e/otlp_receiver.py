@@ -68,10 +68,22 @@ class SpanRecord:
     events: tuple[tuple[str, Mapping[str, Any]], ...]
 
 
+@dataclass(frozen=True)
+class MetricDescriptor:
+    """What a backend's OTLP translation names a metric by: its name, unit and data type."""
+
+    name: str
+    unit: str
+    kind: str  # "sum", "gauge", "histogram", ...
+    monotonic: bool
+    cumulative: bool
+
+
 @dataclass
 class OtlpReceiver:
     port: int = 0
     points: dict[tuple[str, str, Attributes], Any] = field(default_factory=dict)
+    descriptors: dict[tuple[str, str], MetricDescriptor] = field(default_factory=dict)
     spans: list[SpanRecord] = field(default_factory=list)
     requests: int = 0
     lock: threading.Lock = field(default_factory=threading.Lock)
@@ -91,6 +103,11 @@ class OtlpReceiver:
 
     def _add_metric(self, service: str, metric: Any) -> None:
         kind = metric.WhichOneof("data")
+        data = getattr(metric, kind) if kind else None
+        temporality = getattr(data, "aggregation_temporality", 2)  # gauges have none
+        self.descriptors[(service, metric.name)] = MetricDescriptor(
+            metric.name, metric.unit, kind or "", bool(getattr(data, "is_monotonic", False)), temporality == 2
+        )
         if kind == "histogram":
             for point in metric.histogram.data_points:
                 self.points[(service, metric.name, attributes(point.attributes))] = HistogramPoint(

@@ -95,8 +95,13 @@ def test_demo_prints_real_numbers_and_stops_everything(tmp_path: Path) -> None:
         assert "duplicate:" in _row(output, side, "shipment_status")[8]
         assert "invisible:" in _row(output, side, "policy_document")[9]
     assert "budget crossings: warning 1, critical 1" in output.split("== client side")[1]
-    assert re.search(r"^mcp_tokens_payload_sum\{.*mcp_tokens_side=\"server\"", output, re.MULTILINE)
-    assert re.search(r"^mcp_client_operation_duration_seconds_count\{", output, re.MULTILINE)
+    # A few key series, one line per family, from the client's /metrics.
+    series = output.split("== key series, client /metrics", 1)[1].split("\n==", 1)[0].split("\n", 1)[1]
+    assert re.search(r'^mcp_tokens_payload_sum\{.*gen_ai_tool_name="export_audit_log"', series, re.MULTILINE)
+    assert re.search(r'^mcp_tokens_responses_total\{.*mcp_tokens_risk="', series, re.MULTILINE)
+    assert re.search(r"^mcp_client_operation_duration_seconds_count\{", series, re.MULTILINE)
+    assert len(series.strip().splitlines()) <= 10
+    assert "otel_scope" not in series
     # Both ran the report exporter too: its reports, written at exit, end the demo's output.
     assert set(result.reports) == {"server", "client"}, logs
     for side in ("server", "client"):
@@ -109,12 +114,11 @@ def test_demo_prints_real_numbers_and_stops_everything(tmp_path: Path) -> None:
         {"side": "client", "level": "critical", "scopes": 1},
         {"side": "client", "level": "warning", "scopes": 1},
     ]
-    section = output.split("== mcp-tokens report of the client", 1)[1]
-    assert "Responses, client side, server mcp-tokens-demo" in section
-    assert re.search(
-        r"^client\s+mcp-tokens-demo\s+\d+\s+[\d.]+%.*critical 1, warning 1$", section, re.MULTILINE
-    )
-    assert re.search(r"^server: \d+ responses · [\d,]+ response tokens", section, re.MULTILINE)
+    section = output.split("== reports written at exit", 1)[1]
+    for side in ("client", "server"):
+        assert re.search(rf"^{side}: \d+ responses · [\d,]+ response tokens", section, re.MULTILINE)
+        assert result.reports[side][".html"].lstrip().lower().startswith("<!doctype html")
+    assert str(tmp_path / "client-report.html") in output.split("== where to look next ==", 1)[1]
     # Both processes are gone: nothing serves their metrics any more.
     assert not port_accepts(result.server_metrics_port)
     assert not port_accepts(result.client_metrics_port)

@@ -17,7 +17,9 @@ from examples.processes import HOST, free_port, otlp_env, read_marked_line, star
 
 from .conftest import require_sdk_configurator, write_calls
 from .expected import EXACT_CALLS, request_tokens, response_tokens, totals_by_tool
+from .otlp_names import collector_name
 from .otlp_receiver import OtlpReceiver, running_otlp_receiver
+from .test_prometheus_e2e import CONTRACT_METRICS
 
 pytestmark = pytest.mark.slow
 
@@ -163,3 +165,20 @@ def test_one_trace_per_call_across_client_and_server(otlp_run: OtlpRun) -> None:
     server_spans = _call_spans(otlp_run.receiver, "server")
     assert len(client_traces) == len(EXACT_CALLS)
     assert {span.trace_id for span in server_spans} == client_traces
+
+
+def test_a_collector_names_every_metric_as_the_scrape_path_does(otlp_run: OtlpRun) -> None:
+    """Through a Collector's prometheusremotewrite exporter (or Prometheus' OTLP receiver) the
+    metrics get the names the dashboards and alerts read on the scrape path, and arrive
+    cumulative (that exporter drops delta sums and histograms)."""
+    descriptors = {
+        descriptor
+        for (service, name), descriptor in otlp_run.receiver.descriptors.items()
+        if service in SERVICES.values() and name.startswith(("mcp_tokens.", "mcp."))
+    }
+    assert len({d.name for d in descriptors}) >= 8
+    suffixes = ("_bucket", "_sum", "_count")
+    families = {name.rsplit("_", 1)[0] if name.endswith(suffixes) else name for name in CONTRACT_METRICS}
+    for descriptor in descriptors:
+        assert descriptor.cumulative, descriptor
+        assert collector_name(descriptor) in families, descriptor

@@ -27,7 +27,7 @@ from examples.processes import HOST, free_port, prometheus_env
 from tests.integration.apps._line import IS_MCP2
 
 from .conftest import require_sdk_configurator
-from .expected import compact, text_tokens
+from .expected import compact, definition_tokens, result_tokens, text_tokens
 
 pytestmark = [
     pytest.mark.timeout(120),
@@ -35,7 +35,6 @@ pytestmark = [
 ]
 
 SERVER_NAME = "mcp-git"
-DEFINITION_FIELDS = ("name", "title", "description", "inputSchema", "outputSchema", "annotations")
 SCRAPE_DEADLINE_S = 30.0
 
 
@@ -85,22 +84,6 @@ def calls_for(repo: Path) -> list[tuple[str, dict[str, Any]]]:
         ("git_branch", {"repo_path": path, "branch_type": "local"}),
         ("git_log", {"repo_path": str(repo.parent / "missing"), "max_count": 1}),  # an error result
     ]
-
-
-def result_tokens(result: dict[str, Any]) -> int:
-    total = 0
-    for block in result.get("content", []):
-        assert block["type"] == "text", f"no exact rule in this test for {block['type']!r} blocks"
-        total += text_tokens(block["text"])
-    if result.get("structuredContent") is not None:
-        total += text_tokens(compact(result["structuredContent"]))
-    return total
-
-
-def definition_tokens(tool: dict[str, Any]) -> int:
-    # `tool` is the client's re-dump of the listed Tool; its keys come in the wire's order,
-    # since the server dumped the same pydantic model. The scraped value must equal this.
-    return text_tokens(compact({key: tool[key] for key in DEFINITION_FIELDS if tool.get(key) is not None}))
 
 
 async def run_client(server: list[str], env: dict[str, str], calls: list[tuple[str, dict[str, Any]]]) -> Any:

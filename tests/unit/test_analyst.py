@@ -155,3 +155,32 @@ def test_an_analysis_that_fails_says_so_instead_of_raising(
     findings = ready.analyse(job(9), None, result())
     assert findings.error == "RuntimeError" and findings.seq == 9
     assert findings.server == "crm" and findings.response is None
+
+
+def test_servers_folded_into_one_label_add_their_listings_up() -> None:
+    analyst = Analyst(Settings())
+    analyst.start()
+
+    def listing(server: int, tools: int = 3) -> dict[str, Any]:
+        return {
+            "tools": [{"name": f"s{server}_t{i}", "description": "d" * (server + i)} for i in range(tools)]
+        }
+
+    totals = {}
+    for server in range(55):  # 50 server names get a label of their own
+        findings = analyst.analyse(
+            job(server, method="tools/list", server_name=f"srv{server}"), None, listing(server)
+        )
+        assert findings.response is not None and findings.definitions is not None
+        totals[server] = findings.response.tokens
+    assert findings.server == semconv.OTHER_VALUE
+    assert sum(findings.definitions.values()) == sum(totals[s] for s in range(50, 55))
+    # A folded server that lists again replaces its own share, not the others'.
+    again = analyst.analyse(job(99, method="tools/list", server_name="srv52"), None, listing(52, tools=1))
+    assert again.response is not None and again.definitions is not None
+    assert sum(again.definitions.values()) == sum(totals[s] for s in (50, 51, 53, 54)) + again.response.tokens
+    # The other side keeps its own.
+    client = analyst.analyse(
+        job(100, method="tools/list", server_name="srv53", side=semconv.SIDE_CLIENT), None, listing(53)
+    )
+    assert client.definitions is not None and sum(client.definitions.values()) == totals[53]

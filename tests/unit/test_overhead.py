@@ -56,6 +56,47 @@ def test_structured_content_repeated_as_text_is_a_duplicate(counter: TokenCounte
     assert data_tokens == counter.count(compact).tokens
 
 
+def _wrapped(content: list[str], value: object) -> dict[str, Any]:
+    return {
+        "content": [{"type": "text", "text": text} for text in content],
+        "structuredContent": {"result": value},
+    }
+
+
+def test_a_result_wrapper_of_what_the_text_shows_is_a_duplicate(counter: TokenCounter) -> None:
+    # What MCPServer/FastMCP (both SDK lines) and fastmcp 3/4 send for str, int, float, bool and
+    # list returns: the SDK shows a list item by item, fastmcp as one JSON text.
+    shown = [
+        (["Paris is the capital of France."], "Paris is the capital of France."),
+        (["42"], 42),
+        (["1.5"], 1.5),
+        (["true"], True),
+        (["1", "2", "3"], [1, 2, 3]),
+        (["a b", "c"], ["a b", "c"]),
+        (["[1,2,3]"], [1, 2, 3]),
+        (['{\n  "a": 1\n}', '{\n  "b": 2\n}'], [{"a": 1}, {"b": 2}]),
+    ]
+    for content, value in shown:
+        *texts, structured = overhead_of(counter, _wrapped(content, value))
+        wrapper = counter.count(compact_json({"result": value})).tokens
+        assert structured == BlockOverhead(OverheadKind.DUPLICATE, wrapper), (content, value)
+        assert all(t is None or t.kind is OverheadKind.FORMATTING for t in texts)
+
+
+def test_a_result_wrapper_of_something_else_is_data(counter: TokenCounter) -> None:
+    not_shown = [
+        (["Paris"], "Lyon"),
+        (["1"], True),  # JSON tells 1 from true
+        (["1", "2"], [1, 2, 3]),
+        (["2", "1"], [1, 2]),
+        ([], None),
+    ]
+    for content, value in not_shown:
+        assert overhead_of(counter, _wrapped(content, value))[-1] is None, (content, value)
+    two_keys = {"content": [{"type": "text", "text": "x"}], "structuredContent": {"result": "x", "n": 1}}
+    assert overhead_of(counter, two_keys)[-1] is None
+
+
 def test_structured_content_alone_is_data(counter: TokenCounter) -> None:
     result = {
         "content": [{"type": "text", "text": "Found 20 users."}],

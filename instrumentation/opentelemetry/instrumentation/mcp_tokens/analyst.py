@@ -29,7 +29,7 @@ from .engine.compact import compact_json
 from .engine.estimate import EstimateTokenizer
 from .engine.ledger import BudgetLedger, BudgetSnapshot
 from .engine.tokenizer import TokenCounter, TokenizerLoader, TokenizerSpec
-from .labels import LabelFolder, ServerLabels, clean_text
+from .labels import LabelFolder, ServerLabels, SharedListings, clean_text
 from .pacing import PACING, Pacing
 
 if TYPE_CHECKING:
@@ -145,6 +145,7 @@ class Analyst:
             for side in (semconv.SIDE_CLIENT, semconv.SIDE_SERVER)
         }
         self.labels = ServerLabels(settings.max_label_values)
+        self._shared_listings = SharedListings()
         self._counting_threads = counting_threads
         self._chunk_chars = chunk_chars
         self._pause = pause
@@ -232,12 +233,20 @@ class Analyst:
             request=_summary(request_analysis),
             response=_summary(response_analysis),
             budget=budget,
-            definitions=_folded_definitions(response_analysis, targets) if listing else None,
+            definitions=self._definitions(job, server, response_analysis, targets) if listing else None,
             admitted=tuple(admitted),
             analysis_s=time.thread_time() - started,
             backlog=backlog,
             content=self._content(job, request, response),
         )
+
+    def _definitions(
+        self, job: Job, server: str, response: Analysis | None, targets: LabelFolder
+    ) -> dict[str, int] | None:
+        definitions = _folded_definitions(response, targets)
+        if definitions is None or server != semconv.OTHER_VALUE or not job.server_name:
+            return definitions
+        return self._shared_listings.combine(job.side, job.server_name, definitions)
 
     def _is_backlog(self, job: Job) -> bool:
         """Whether to estimate: the sender is behind, or the exchange waited `max_backlog_s`.
@@ -296,11 +305,16 @@ def _summary(analysis: Analysis | None) -> Analysis | None:
 
 
 def _folded_definitions(response: Analysis | None, targets: LabelFolder) -> dict[str, int] | None:
-    """Definition tokens per tool label; tools folded into `_OTHER` add up there."""
+    """Definition tokens per tool label, adding up to the listing's tokens: tools folded into
+    `_OTHER`, and those past the analysis' per-block detail (`MAX_BLOCK_DETAIL`) or without a
+    name, count there, so the sum over a server's labels is its definition tax."""
     if response is None:
         return None
     definitions: dict[str, int] = {}
     for name, tokens in response.tool_definitions:
         label = targets.fold(name)
         definitions[label] = definitions.get(label, 0) + tokens
+    undetailed = response.tokens - sum(definitions.values())
+    if undetailed > 0:
+        definitions[semconv.OTHER_VALUE] = definitions.get(semconv.OTHER_VALUE, 0) + undetailed
     return definitions

@@ -10,10 +10,13 @@ same way. Resource URIs never become labels.
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterable
+from collections import OrderedDict
+from collections.abc import Iterable, Mapping
 
 from . import semconv
 
+# Servers folded into `_OTHER` whose latest listings are remembered (see `SharedListings`).
+MAX_SHARED_LISTINGS = 256
 # Longer values are folded too: a 10 KB "tool name" is not a name.
 MAX_VALUE_CHARS = 128
 # The server label of exchanges whose server did not say its name.
@@ -91,3 +94,30 @@ class ServerLabels:
                 self.servers.admit(value)
             else:
                 self.targets(server).admit(value)
+
+
+class SharedListings:
+    """The latest tool listing of each server whose name folds into one server label.
+
+    Servers past the server cap all report as `_OTHER`; a listing of one of them must not
+    replace the others' in that label's definition gauge. The gauge of the shared label is
+    the sum, per tool label, of the latest listing of each such server (the
+    `MAX_SHARED_LISTINGS` listed most recently per side), so its sum stays their tax.
+    """
+
+    def __init__(self, max_servers: int = MAX_SHARED_LISTINGS) -> None:
+        self._max_servers = max_servers
+        self._listings: OrderedDict[tuple[str, str], Mapping[str, int]] = OrderedDict()
+
+    def combine(self, side: str, server: str, definitions: Mapping[str, int]) -> dict[str, int]:
+        key = (side, server)
+        self._listings[key] = definitions
+        self._listings.move_to_end(key)
+        while len(self._listings) > self._max_servers:
+            self._listings.popitem(last=False)
+        combined: dict[str, int] = {}
+        for (listed_side, _), listing in self._listings.items():
+            if listed_side == side:
+                for label, tokens in listing.items():
+                    combined[label] = combined.get(label, 0) + tokens
+        return combined

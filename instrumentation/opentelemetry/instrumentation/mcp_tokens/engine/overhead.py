@@ -7,10 +7,11 @@ Each block is charged to at most one kind, in this order of precedence:
   `MARKER_SCAN_CHARS` characters only, so a hostile 20 MB block cannot make a user's
   regex run long.
 - duplicate: a block identical to an earlier one, or structuredContent whose value is
-  already shown as a text block (the backwards-compatible copy the MCP spec asks for);
-  all its tokens are overhead. Text blocks up to `FULL_FORMAT_CHARS` are compared by
-  parsed value; larger ones by their whitespace-free form. The text copy stays the data, so the model-visible
-  content is counted once.
+  already shown as a text block (the backwards-compatible copy the MCP spec asks for), or
+  that wraps what the text blocks show as `{"result": value}` (the frameworks' wrapping of
+  a str, number, boolean or list return); all its tokens are overhead. Text blocks up to
+  `FULL_FORMAT_CHARS` are compared by parsed value; larger ones by their whitespace-free
+  form. The text copy stays the data, so the model-visible content is counted once.
 - formatting: a JSON text block's tokens minus those of its compact form
   (`separators=(",", ":")`, `ensure_ascii=False`). Blocks up to `FULL_FORMAT_CHARS`
   are parsed and re-serialised exactly. Larger blocks are not parsed: four evenly spaced
@@ -132,7 +133,40 @@ class _PayloadScan:
             value = self._parse_small_json(index, block.text)
             if value is not _NOT_JSON and value == structured.json_value:
                 return True
-        return False
+        return self._wrapped_result_shown(structured, before)
+
+    def _wrapped_result_shown(self, structured: Block, before: int) -> bool:
+        """`{"result": value}` is how MCPServer/FastMCP (both SDK lines) and fastmcp wrap a tool's
+        return value that is not an object. It is a copy when the text blocks already show the
+        value: as the text itself (a str), as its JSON (numbers, booleans; fastmcp's lists), or
+        one block per item, in order (the SDK's lists)."""
+        wrapper = structured.json_value
+        if not (isinstance(wrapper, dict) and len(wrapper) == 1 and "result" in wrapper):
+            return False
+        value = wrapper["result"]
+        texts = [index for index in range(before) if self._blocks[index].type in _TEXT_TYPES]
+        if any(self._shows(index, value) for index in texts):
+            return True
+        return (
+            isinstance(value, list)
+            and len(value) == len(texts) > 0
+            and all(self._shows(index, item) for index, item in zip(texts, value, strict=True))
+        )
+
+    def _shows(self, index: int, value: object) -> bool:
+        """Whether text block `index` shows `value`: the same string, or JSON that parses to it."""
+        text = self._blocks[index].text
+        if isinstance(value, str) and _same_text(text, value):
+            return True
+        if len(text) <= _SCALAR_CHARS and not _looks_like_json(text):
+            shown = _parse_scalar(text)
+        elif len(text) <= FULL_FORMAT_CHARS:
+            shown = self._parse_small_json(index, text)
+        else:
+            return False
+        # `1 == True` in Python, not in JSON.
+        same_kind = isinstance(shown, bool) == isinstance(value, bool)
+        return shown is not _NOT_JSON and same_kind and shown == value
 
     def _formatting_tokens(self, index: int, text: str, tokens: int) -> int:
         if len(text) <= FULL_FORMAT_CHARS:
@@ -215,6 +249,17 @@ _NOT_JSON = _NotJson()
 def _parse_json(text: str) -> object:
     if not _looks_like_json(text):
         return _NOT_JSON
+    try:
+        return json.loads(text)
+    except (ValueError, RecursionError):
+        return _NOT_JSON
+
+
+# A number, boolean or null shown as text is short; longer texts are not parsed as scalars.
+_SCALAR_CHARS = 64
+
+
+def _parse_scalar(text: str) -> object:
     try:
         return json.loads(text)
     except (ValueError, RecursionError):
