@@ -612,3 +612,24 @@ def test_a_kept_payload_is_freed_under_sustained_load() -> None:
     with listing_handed_over(5000, Pacing(max_keep_s=0.3)) as (watch, link):
         assert wait_for(lambda: watch() is None), "kept past max_keep_s while a call was in flight"
         assert link.call is not None and not link.call.end_ns  # still in flight
+
+
+def test_an_exchange_is_skipped_when_no_thread_can_start(monkeypatch: pytest.MonkeyPatch) -> None:
+    recorded, link = Recorded(), ScriptedLink()
+    worker = make_worker([link], recorded)
+    real_start = threading.Thread.start
+
+    def refused(self: threading.Thread) -> None:
+        raise RuntimeError("can't create new thread at interpreter shutdown")
+
+    monkeypatch.setattr(threading.Thread, "start", refused)
+    first = exchange(target="first")
+    worker.submit(first)  # never raises into the caller
+    assert recorded.skipped == [(first, semconv.SKIP_OVERLOAD)]
+    monkeypatch.setattr(threading.Thread, "start", real_start)
+    try:
+        worker.submit(exchange(target="second"))
+        assert worker.force_flush(5)
+        assert [item.target for item, _ in recorded.findings] == ["second"]
+    finally:
+        worker.shutdown()

@@ -138,10 +138,10 @@ class AnalysisWorker:
                     and self._pending_chars + weight <= self._pacing.queue_chars
                 )
                 if accepted:
+                    self._wake()  # raises where no thread can start: the exchange is skipped
                     self._queue.append((exchange, weight))
                     handled = True
                     self._pending_chars += weight
-                    self._wake()
             if not accepted:
                 handled = True
                 self._on_skip(exchange, semconv.SKIP_OVERLOAD)
@@ -153,8 +153,9 @@ class AnalysisWorker:
     def _wake(self) -> None:
         """Start the thread on the first exchange (in a forked child too), or wake it."""
         if self._thread is None:
-            self._thread = threading.Thread(target=self._run, name="mcp-tokens-analysis", daemon=True)
-            self._thread.start()
+            thread = threading.Thread(target=self._run, name="mcp-tokens-analysis", daemon=True)
+            thread.start()
+            self._thread = thread
         elif self._idle:
             self._condition.notify()
 
