@@ -56,7 +56,7 @@ from typing import Any
 
 import wrapt
 from opentelemetry.instrumentation.instrumentor import BaseInstrumentor  # type: ignore[attr-defined]
-from opentelemetry.metrics import Meter, get_meter
+from opentelemetry.metrics import get_meter
 from opentelemetry.trace import Tracer, get_tracer
 
 from .config import Settings
@@ -91,33 +91,35 @@ class McpTokensInstrumentor(BaseInstrumentor):  # type: ignore[misc]
             self._stop()
 
     def _start(self, **kwargs: Any) -> None:
+        # Imported when instrument() runs, not when the entry point is loaded (every
+        # instrumentor's module is imported by opentelemetry-instrument). The pipeline
+        # starts nothing: its thread and helper wait for the first exchange.
+        from .pipeline import Pipeline  # noqa: PLC0415
+
         tracer = get_tracer(
             __name__, __version__, kwargs.pop("tracer_provider", None), schema_url=_SCHEMA_URL
         )
         meter = get_meter(__name__, __version__, kwargs.pop("meter_provider", None), schema_url=_SCHEMA_URL)
-        settings = Settings.load(kwargs)  # a value that does not parse is logged now
-        self._install = install = functools.partial(self._patch, settings, tracer, meter)
+        self._pipeline = pipeline = Pipeline(Settings.load(kwargs), meter)
+        self._install = install = functools.partial(self._patch, pipeline, tracer)
         if "mcp" in sys.modules:
             install()
         else:
             # A process that never imports the MCP SDK (a server's supervisor, the gunicorn
-            # master, multiprocessing's resource tracker) loads neither it nor our patches
-            # and pipeline: they are installed when the application imports the SDK.
+            # master, multiprocessing's resource tracker) loads neither it nor our patches:
+            # they are installed when the application imports the SDK.
             wrapt.register_post_import_hook(functools.partial(self._patch_on_import, install), "mcp")
         atexit.register(self._flush_at_exit)
 
-    def _patch(self, settings: Settings, tracer: Tracer, meter: Meter) -> None:
-        # Imported once the MCP SDK is, not when the entry point is loaded (every
-        # instrumentor's module is imported by opentelemetry-instrument).
-        from .patches import installed_mcp_version, select_patcher  # noqa: PLC0415
-        from .pipeline import Pipeline  # noqa: PLC0415
+    def _patch(self, pipeline: Any, tracer: Tracer) -> None:
+        from .patches import installed_mcp_version, select_patcher  # noqa: PLC0415 -- the SDK's line
 
         version = installed_mcp_version()
         patcher_class = select_patcher(version)
         if patcher_class is None:
             _logger.warning("mcp-tokens does not support mcp %s; MCP will not be instrumented", version)
+            self._stop()
             return
-        self._pipeline = pipeline = Pipeline(settings, meter)
         self._patcher = patcher_class(pipeline, tracer)
         self._patcher.patch()
 
