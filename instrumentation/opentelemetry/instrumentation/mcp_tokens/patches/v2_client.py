@@ -25,7 +25,7 @@ import time
 import weakref
 from collections.abc import Callable, Iterator
 from contextvars import ContextVar
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from weakref import WeakKeyDictionary
 
 from opentelemetry import trace
@@ -35,6 +35,7 @@ from opentelemetry.instrumentation.mcp_tokens.pipeline import Pipeline
 from opentelemetry.trace import Span, SpanKind, Tracer
 from opentelemetry.util.types import AttributeValue
 
+from .guarding import arguments_of, guarded
 from .propagation import explicit_budget_scope, inject_meta
 from .v2_answers import AnswerHooks
 from .v2_client_call import ClientCall, Reporter, SessionInfo, current, server_name_of
@@ -44,6 +45,7 @@ from .v2_common import (
     meta_of,
     protocol_version_in,
     reset_quietly,
+    resource_uri_of,
     safely,
     target_of,
 )
@@ -52,6 +54,9 @@ from .v2_server_call import current_server_call
 from .v2_spans import Handoff, end_quietly
 from .v2_transport import CLIENT_TRANSPORT, DIRECT_DISPATCH, NO_TRANSPORT
 from .wrapping import PatchSet
+
+if TYPE_CHECKING:
+    from opentelemetry.instrumentation.mcp_tokens.guard.core import Guard
 
 _logger = logging.getLogger(__name__)
 
@@ -69,8 +74,11 @@ class ClientHooks:
         modern_versions: frozenset[str],
         mcp_error: Any,
         server_loop: Callable[[Any], LoopSession | None] = lambda dispatcher: None,
+        *,
+        guard: Guard | None = None,
     ) -> None:
         self._pipeline = pipeline
+        self._guard = guard
         self._server_loop = server_loop
         self._modern_versions = modern_versions
         self._reporter = Reporter(pipeline, tracer, mcp_error)
@@ -156,6 +164,8 @@ class ClientHooks:
             safely(self._reporter.failed, call, exc)
             raise
         else:
+            if self._guard is not None:
+                result = self._guarded(call, result)
             safely(self._reporter.succeeded, call, result)
             return result
         finally:
@@ -179,12 +189,38 @@ class ClientHooks:
             safely(self._reporter.failed, call, exc)
             raise
         else:
+            if self._guard is not None:
+                result = self._guarded(call, result)
             safely(self._reporter.succeeded, call, result)
             return result
         finally:
             reset_quietly(DIRECT_DISPATCH, direct)
             safely(self._reporter.close, call)
             call.handoff.abandon()
+
+    def _guarded(self, call: ClientCall, result: object) -> object:
+        """The raw result after the guard: what the application receives (the client's own
+        requests only; a server's requests to its client are not tool results)."""
+        try:
+            exchange = call.exchange
+            if exchange.side is not Side.CLIENT:
+                return result
+            params = exchange.request
+            return guarded(
+                self._guard,
+                result,
+                side=exchange.side.value,
+                method=exchange.method,
+                tool=exchange.target,
+                server_name=exchange.server_name,
+                scope=exchange.budget,
+                owns_scope=True,
+                arguments=arguments_of(params),
+                uri=resource_uri_of(exchange.method, params),
+                span=call.handoff.span,
+            )
+        except Exception:  # describing the call failed: deliver the result unchanged
+            return result
 
     def _begin(self, dispatcher: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> ClientCall:
         method = args[0] if args else kwargs["method"]

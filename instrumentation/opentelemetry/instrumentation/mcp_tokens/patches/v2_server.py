@@ -29,7 +29,7 @@ from collections.abc import Awaitable, Callable, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from weakref import WeakKeyDictionary
 
 from opentelemetry import context as otel_context
@@ -39,8 +39,9 @@ from opentelemetry.instrumentation.mcp_tokens.pipeline import Pipeline
 from opentelemetry.trace import Link, Span, SpanKind, get_current_span
 from opentelemetry.util.types import AttributeValue
 
+from .guarding import arguments_of, guarded
 from .propagation import budget_scope_of
-from .v2_common import import_optional, meta_of, reset_quietly, safely, target_of
+from .v2_common import import_optional, meta_of, reset_quietly, resource_uri_of, safely, target_of
 from .v2_server_call import CURRENT_CALL, ServerCall
 from .v2_spans import end_quietly
 from .v2_transport import (
@@ -51,6 +52,9 @@ from .v2_transport import (
     http_server_transport,
 )
 from .wrapping import PatchSet
+
+if TYPE_CHECKING:
+    from opentelemetry.instrumentation.mcp_tokens.guard.core import Guard
 
 _logger = logging.getLogger(__name__)
 
@@ -71,8 +75,11 @@ class LoopSession:
 
 
 class ServerHooks:
-    def __init__(self, pipeline: Pipeline, modern_versions: frozenset[str], mcp_error: Any) -> None:
+    def __init__(
+        self, pipeline: Pipeline, modern_versions: frozenset[str], mcp_error: Any, guard: Guard | None = None
+    ) -> None:
         self._pipeline = pipeline
+        self._guard = guard
         self._modern_versions = modern_versions
         self._mcp_error = mcp_error
         self._loops: WeakKeyDictionary[Any, LoopSession] = WeakKeyDictionary()
@@ -148,10 +155,33 @@ class ServerHooks:
             except BaseException as exc:
                 safely(state.fail, exc)
                 raise
+            if self._guard is not None:
+                result = self._guarded(state, result)
             safely(state.succeed, result)
             return result
 
         return call
+
+    def _guarded(self, state: ServerCall, result: object) -> object:
+        """The wire result after the guard: what the transport serialises and the exchange counts."""
+        try:
+            exchange = state.exchange
+            params = exchange.request
+            return guarded(
+                self._guard,
+                result,
+                side=exchange.side.value,
+                method=exchange.method,
+                tool=exchange.target,
+                server_name=exchange.server_name,
+                scope=exchange.budget,
+                owns_scope=state.owns_scope,
+                arguments=arguments_of(params),
+                uri=resource_uri_of(exchange.method, params),
+                span=state.handoff.span,
+            )
+        except Exception:  # describing the call failed: deliver the result unchanged
+            return result
 
     def _begin(self, runner: Any, ctx: Any) -> ServerCall | None:
         """A ServerCall for a request (None for notifications and the synthetic listing)."""
@@ -163,19 +193,22 @@ class ServerHooks:
             metric: dict[str, AttributeValue] = dict(transport.metric)
             if isinstance(ctx.protocol_version, str):
                 metric[semconv.MCP_PROTOCOL_VERSION] = ctx.protocol_version
+            budget, owns_scope = self._budget(runner, ctx)
             exchange = Exchange(
                 side=Side.SERVER,
                 method=method,
                 request=params,
                 target=target_of(method, params),
                 server_name=getattr(runner.server, "name", None),
-                budget=self._budget(runner, ctx),
+                budget=budget,
                 metric_attributes=metric,
                 in_process=DIRECT_DISPATCH.get(),
             )
-            return ServerCall(
+            call = ServerCall(
                 runner, ctx, exchange, pipeline=self._pipeline, transport=transport, mcp_error=self._mcp_error
             )
+            call.owns_scope = owns_scope
+            return call
         except Exception:
             _logger.debug("mcp-tokens could not follow a server request", exc_info=True)
             return None
@@ -191,18 +224,20 @@ class ServerHooks:
             loop.server_name = getattr(runner.server, "name", None)
         return transport
 
-    def _budget(self, runner: Any, ctx: Any) -> BudgetRef | None:
+    def _budget(self, runner: Any, ctx: Any) -> tuple[BudgetRef | None, bool]:
+        """The scope a request is charged to, and whether it is this server's own (a
+        session or a connection) rather than one its client named."""
         sent = budget_scope_of(meta_of(ctx.params))
         if sent is not None:
-            return sent
+            return sent, False
         if ctx.protocol_version in self._modern_versions:
-            return None  # 2026-07-28 has no session: only the client's baggage names a budget
+            return None, False  # 2026-07-28 has no session: only the client's baggage names a budget
         connection = runner.connection
         session_id = getattr(connection, "session_id", None)
         if isinstance(session_id, str) and session_id:
-            return BudgetRef(session_id)
+            return BudgetRef(session_id), True
         loop = self._loops.get(connection)
-        return BudgetRef(loop.key) if loop is not None else None
+        return (BudgetRef(loop.key), True) if loop is not None else (None, False)
 
     # --- the SDK's SERVER span -------------------------------------------------------
     def _adopting_otel_span(self, original: Callable[..., Any]) -> Callable[..., Any]:
