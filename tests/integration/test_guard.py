@@ -23,9 +23,9 @@ from typing import Any
 import anyio
 import jsonschema
 import pytest
+from opentelemetry.instrumentation.mcp_tokens import budget_scope
 from pydantic import BaseModel
 
-from opentelemetry.instrumentation.mcp_tokens import budget_scope
 from tests.integration.apps import payloads
 from tests.integration.apps._line import IS_MCP1
 from tests.integration.apps.client import Target, connect
@@ -46,7 +46,7 @@ def run(coroutine: Any) -> Any:
         with anyio.fail_after(120):
             return await coroutine
 
-    return anyio.run(lambda: bounded())
+    return anyio.run(bounded)
 
 
 def text_of(result: dict[str, Any]) -> str:
