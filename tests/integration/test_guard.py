@@ -14,7 +14,9 @@ the tool's outputSchema (jsonschema), results under the limit identical to ungua
 
 from __future__ import annotations
 
+import json
 import shutil
+import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -29,7 +31,7 @@ from pydantic import BaseModel
 from tests.integration.apps import payloads
 from tests.integration.apps._line import IS_MCP1
 from tests.integration.apps.client import Target, connect
-from tests.integration.apps.harness import running_server
+from tests.integration.apps.harness import REPO_ROOT, running_server, server_command, subprocess_env
 from tests.integration.v2_support import count, instrumented, select, tool_result_tokens
 
 pytestmark = pytest.mark.timeout(180)
@@ -342,3 +344,86 @@ def test_client_guard_over_streamable_http(client: str) -> None:
         )
     assert outcome.result["isError"] is True and outcome.text.startswith(REFUSED)
     assert count(outcome.text) <= 25_000
+
+
+# --- guard off: nothing changes, nothing loads ---------------------------------------------------
+RAW_CALLS = [
+    ("sized", {"tokens_hint": 3000}),
+    ("structured", {"n": 5}),
+    ("image", {}),
+    ("records", {"n": 50}),
+]
+
+
+def _raw_stdio_responses(argv: list[str], env: dict[str, str]) -> list[bytes]:
+    """The response lines a stdio server writes for RAW_CALLS, byte for byte."""
+    process = subprocess.Popen(
+        argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env, cwd=REPO_ROOT
+    )
+    assert process.stdin is not None and process.stdout is not None
+    messages: list[dict[str, Any]] = [
+        {
+            "jsonrpc": "2.0",
+            "id": 0,
+            "method": "initialize",
+            "params": {
+                "protocolVersion": "2025-06-18",
+                "capabilities": {},
+                "clientInfo": {"name": "raw", "version": "1"},
+            },
+        },
+        {"jsonrpc": "2.0", "method": "notifications/initialized"},
+    ]
+    messages += [
+        {"jsonrpc": "2.0", "id": i, "method": "tools/call", "params": {"name": name, "arguments": arguments}}
+        for i, (name, arguments) in enumerate(RAW_CALLS, start=1)
+    ]
+    responses: dict[int, bytes] = {}
+    try:
+        for message in messages:
+            process.stdin.write(json.dumps(message).encode() + b"\n")
+            process.stdin.flush()
+            if "id" in message:
+                while message["id"] not in responses:
+                    line = process.stdout.readline()
+                    assert line, "the server closed its output"
+                    answer = json.loads(line)
+                    if "id" in answer:
+                        responses[answer["id"]] = line
+        return [responses[i] for i in range(1, len(RAW_CALLS) + 1)]
+    finally:
+        process.stdin.close()
+        try:
+            process.wait(10)
+        except subprocess.TimeoutExpired:
+            process.kill()
+
+
+@pytest.mark.parametrize("flavour", ["lowlevel", "fastmcp"])
+def test_guard_off_and_results_under_the_limit_are_byte_for_byte_unchanged(flavour: str) -> None:
+    argv = server_command(flavour, "stdio")
+    quiet = {"OTEL_TRACES_EXPORTER": "none", "OTEL_METRICS_EXPORTER": "none", "OTEL_LOGS_EXPORTER": "none"}
+    plain = _raw_stdio_responses(argv, subprocess_env())
+    observed = _raw_stdio_responses([*_instrument_command(), *argv], subprocess_env(quiet))
+    guarded = _raw_stdio_responses(
+        [*_instrument_command(), *argv], subprocess_env({**quiet, GUARD_ENV: "reject"})
+    )
+    assert observed == plain
+    assert guarded == plain  # every result is under the default 25,000 tokens
+
+
+def test_guard_off_loads_nothing_of_the_guard() -> None:
+    script = (
+        "import sys\n"
+        "from opentelemetry.instrumentation.mcp_tokens import McpTokensInstrumentor\n"
+        "instrumentor = McpTokensInstrumentor()\n"
+        "instrumentor.instrument()\n"
+        "assert instrumentor.guard is None\n"
+        "loaded = sorted(m for m in sys.modules if '.mcp_tokens.guard.' in m)\n"
+        "instrumentor.uninstrument()\n"
+        "print(loaded)\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, timeout=60, check=True
+    )
+    assert done.stdout.strip() == "[]"

@@ -104,6 +104,8 @@ class Results:
             return assessment.tokens, True
         total, exact = 0, True
         for entry in self._all(assessment):
+            if entry.tokens is None and entry.is_media:
+                entry.tokens = self._media_tokens(entry.block)
             if entry.tokens is None:
                 total += estimate_tokens(entry.block.text)
                 exact = False
@@ -116,7 +118,11 @@ class Results:
         total = 0
         for entry in self._all(assessment):
             if entry.tokens is None:
-                entry.tokens = self._measure.count(entry.block.text)
+                entry.tokens = (
+                    self._media_tokens(entry.block)
+                    if entry.is_media
+                    else self._measure.count(entry.block.text)
+                )
             total += entry.tokens
         return total
 
