@@ -19,11 +19,10 @@ JSON-RPC path does. The requests the client answers are in `v2_answers`.
 
 from __future__ import annotations
 
-import contextlib
 import logging
 import time
 import weakref
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from contextvars import ContextVar
 from typing import TYPE_CHECKING, Any
 from weakref import WeakKeyDictionary
@@ -51,7 +50,7 @@ from .v2_common import (
 )
 from .v2_server import LoopSession
 from .v2_server_call import current_server_call
-from .v2_spans import Handoff, end_quietly
+from .v2_spans import Adoption, Handoff, adopting_otel_span
 from .v2_transport import CLIENT_TRANSPORT, DIRECT_DISPATCH, NO_TRANSPORT
 from .wrapping import PatchSet
 
@@ -91,7 +90,7 @@ class ClientHooks:
         patches.wrap(session_class, "__init__", self._register_session)
         sdk_otel = import_optional("mcp.shared._otel")
         if getattr(sdk_otel, "_tracer", None) is not None and "otel_span" in vars(dispatcher_module):
-            adopting = self._adopting_otel_span(dispatcher_module.otel_span, sdk_otel)
+            adopting = adopting_otel_span(dispatcher_module.otel_span, sdk_otel, self._claim_span)
             patches.replace(dispatcher_module, "otel_span", adopting)
         direct = getattr(import_optional("mcp.shared.direct_dispatcher"), "DirectDispatcher", None)
         if direct is not None and "send_raw_request" in vars(direct):
@@ -269,52 +268,16 @@ class ClientHooks:
         return call
 
     # --- the SDK's CLIENT span ---------------------------------------------------------
-    def _adopting_otel_span(self, original: Callable[..., Any], sdk_otel: Any) -> Callable[..., Any]:
-        @contextlib.contextmanager
-        def otel_span(
-            name: str,
-            *,
-            kind: SpanKind,
-            attributes: dict[str, Any] | None = None,
-            context: Any = None,
-            record_exception: bool = True,
-            set_status_on_exception: bool = True,
-        ) -> Iterator[Span]:
-            call = _PENDING.get()
-            tracer = getattr(sdk_otel, "_tracer", None)
-            if call is None or call.claimed or kind is not SpanKind.CLIENT or tracer is None:
-                with original(
-                    name,
-                    kind=kind,
-                    attributes=attributes,
-                    context=context,
-                    record_exception=record_exception,
-                    set_status_on_exception=set_status_on_exception,
-                ) as sdk_span:
-                    yield sdk_span
-                return
-            # Claimed at once: no await separates the wrapper from this call, so the
-            # request it belongs to is this context's own (a server running in memory
-            # inherits the slot, already claimed).
-            call.claimed = True
-            span: Span | None = None
-            try:
-                with tracer.start_as_current_span(
-                    name,
-                    kind=kind,
-                    attributes=attributes,
-                    context=context,
-                    record_exception=record_exception,
-                    set_status_on_exception=set_status_on_exception,
-                    end_on_exit=False,
-                ) as span:
-                    safely(_adopt, call, span, attributes)
-                    yield span
-            finally:
-                if span is not None and call.handoff.span is not span:
-                    end_quietly(span)  # our adoption failed: end it as the SDK would have
-
-        return otel_span
+    @staticmethod
+    def _claim_span(kind: SpanKind, parent: object) -> Adoption | None:
+        call = _PENDING.get()
+        if call is None or call.claimed or kind is not SpanKind.CLIENT:
+            return None
+        # Claimed at once: no await separates the wrapper from this call, so the request it
+        # belongs to is this context's own (a server running in memory inherits the slot,
+        # already claimed).
+        call.claimed = True
+        return Adoption(call.handoff, adopt=lambda span, attributes: _adopt(call, span, attributes))
 
 
 def _adopt(call: ClientCall, span: Span, attributes: object) -> None:

@@ -25,8 +25,7 @@ from __future__ import annotations
 import logging
 import time
 import uuid
-from collections.abc import Awaitable, Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Awaitable, Callable
 from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -36,14 +35,14 @@ from opentelemetry import context as otel_context
 from opentelemetry.instrumentation.mcp_tokens import semconv
 from opentelemetry.instrumentation.mcp_tokens.exchange import BudgetRef, Exchange, Side
 from opentelemetry.instrumentation.mcp_tokens.pipeline import Pipeline
-from opentelemetry.trace import Link, Span, SpanKind, get_current_span
+from opentelemetry.trace import Link, SpanKind, get_current_span
 from opentelemetry.util.types import AttributeValue
 
 from .guarding import arguments_of, guarded
 from .propagation import budget_scope_of
 from .v2_common import import_optional, meta_of, reset_quietly, resource_uri_of, safely, target_of
 from .v2_server_call import CURRENT_CALL, ServerCall
-from .v2_spans import end_quietly
+from .v2_spans import Adoption, adopting_otel_span
 from .v2_transport import (
     DIRECT_DISPATCH,
     NO_TRANSPORT,
@@ -103,7 +102,10 @@ class ServerHooks:
         otel_module = import_optional("mcp.server._otel")
         tracer = getattr(import_optional("mcp.shared._otel"), "_tracer", None)
         if otel_module is not None and tracer is not None and "otel_span" in vars(otel_module):
-            patches.replace(otel_module, "otel_span", self._adopting_otel_span(otel_module.otel_span))
+            adopting = adopting_otel_span(
+                otel_module.otel_span, import_optional("mcp.shared._otel"), self._claim_span
+            )
+            patches.replace(otel_module, "otel_span", adopting)
         modern = import_optional("mcp.server._streamable_http_modern")
         if modern is not None and "_tool_input_schema" in vars(modern):
             patches.wrap(modern, "_tool_input_schema", _flag_synthetic_listing)
@@ -240,57 +242,18 @@ class ServerHooks:
         return (BudgetRef(loop.key), True) if loop is not None else (None, False)
 
     # --- the SDK's SERVER span -------------------------------------------------------
-    def _adopting_otel_span(self, original: Callable[..., Any]) -> Callable[..., Any]:
-        sdk_otel = import_optional("mcp.shared._otel")
-
-        @contextmanager
-        def otel_span(
-            name: str,
-            *,
-            kind: SpanKind,
-            attributes: dict[str, Any] | None = None,
-            context: Any = None,
-            record_exception: bool = True,
-            set_status_on_exception: bool = True,
-        ) -> Iterator[Span]:
-            state = CURRENT_CALL.get()
-            tracer = getattr(sdk_otel, "_tracer", None)
-            if state is None or kind is not SpanKind.SERVER or tracer is None or not state.claim_span():
-                with original(
-                    name,
-                    kind=kind,
-                    attributes=attributes,
-                    context=context,
-                    record_exception=record_exception,
-                    set_status_on_exception=set_status_on_exception,
-                ) as sdk_span:
-                    yield sdk_span
-                return
-            span: Span | None = None
-            failure: BaseException | None = None
-            try:
-                with tracer.start_as_current_span(
-                    name,
-                    kind=kind,
-                    attributes=attributes,
-                    context=context,
-                    links=safely(_ambient_links, context),
-                    record_exception=record_exception,
-                    set_status_on_exception=set_status_on_exception,
-                    end_on_exit=False,
-                ) as span:
-                    safely(state.adopt, span)
-                    yield span
-            except BaseException as exc:
-                failure = exc
-                raise
-            finally:
-                if span is not None and state.handoff.span is not span:
-                    end_quietly(span)  # our adoption failed: end it as the SDK would have
-                else:
-                    safely(state.span_exited, failure)
-
-        return otel_span
+    @staticmethod
+    def _claim_span(kind: SpanKind, parent: otel_context.Context | None) -> Adoption | None:
+        """The first SERVER span the SDK opens in a request we follow is that request's."""
+        state = CURRENT_CALL.get()
+        if state is None or kind is not SpanKind.SERVER or not state.claim_span():
+            return None
+        return Adoption(
+            state.handoff,
+            adopt=lambda span, attributes: state.adopt(span),
+            exited=state.span_exited,
+            links=safely(_ambient_links, parent),
+        )
 
     # --- sessions ----------------------------------------------------------------------
     def _register_loop(
