@@ -234,7 +234,12 @@ class Guard:
         )
         name = (call.tool or call.uri or call.method)[:_NAME_CHARS]
         tokens, exact = original
-        stated = f"{tokens:,}" if exact else f"about {_rounded(tokens):,}"
+        if exact:
+            stated = f"{tokens:,}"
+        elif tokens > limit or reason == semconv.GUARD_REASON_REPEAT:
+            stated = f"about {_rounded(tokens):,}"
+        else:  # the estimate undershoots, but the result is known to be over the limit
+            stated = f"more than {limit:,}"
 
         def notice(delivered: int) -> str:
             return render(template, tool=name, original=stated, delivered=delivered, limit=limit)
