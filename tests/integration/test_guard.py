@@ -14,6 +14,7 @@ the tool's outputSchema (jsonschema), results under the limit identical to ungua
 
 from __future__ import annotations
 
+import contextlib
 import json
 import shutil
 import subprocess
@@ -32,7 +33,7 @@ from tests.integration.apps import payloads
 from tests.integration.apps._line import IS_MCP1
 from tests.integration.apps.client import Target, connect
 from tests.integration.apps.harness import REPO_ROOT, running_server, server_command, subprocess_env
-from tests.integration.v2_support import count, instrumented, select, tool_result_tokens
+from tests.integration.v2_support import Telemetry, count, instrumented, select, tool_result_tokens
 
 pytestmark = pytest.mark.timeout(180)
 
@@ -41,6 +42,16 @@ NOTICE = "[mcp-tokens cut this result"
 REFUSED = "[mcp-tokens refused this result"
 LIMIT = 1000
 GUARD_ENV = "OTEL_INSTRUMENTATION_MCP_TOKENS_GUARD"
+
+
+@contextlib.contextmanager
+def guarded(**settings: Any) -> Iterator[Telemetry]:
+    """`instrumented(...)` with the guard's tokenizer loaded (a loaded CI machine can take
+    longer than the guard waits on the response path, and the guard would fail open)."""
+    with instrumented(**settings) as telemetry:
+        assert telemetry.instrumentor.guard is not None
+        assert telemetry.instrumentor.guard.wait_ready(60.0)
+        yield telemetry
 
 
 def run(coroutine: Any) -> Any:
@@ -74,7 +85,7 @@ async def calls(target: Target, requests: list[tuple[str, dict[str, Any]]], clie
 # --- in memory, both sides in this process ---------------------------------------------------
 @pytest.mark.parametrize("flavour", FLAVOURS)
 def test_truncate_in_memory(flavour: str) -> None:
-    with instrumented(
+    with guarded(
         guard="truncate", guard_max_result_tokens=LIMIT, guard_tool_limits="sized=300,records=0"
     ) as t:
         sized, pretty, records, echo, structured = run(
@@ -113,7 +124,7 @@ def test_truncate_in_memory(flavour: str) -> None:
 
 @pytest.mark.parametrize("flavour", FLAVOURS)
 def test_reject_in_memory(flavour: str) -> None:
-    with instrumented(guard="reject", guard_max_result_tokens=LIMIT):
+    with guarded(guard="reject", guard_max_result_tokens=LIMIT):
         big, small = run(
             calls(Target(flavour, "memory"), [("sized", {"tokens_hint": 5000}), ("echo", {"text": "x"})])
         )
@@ -137,9 +148,9 @@ REQUESTS_UNDER_LIMIT = [
 def test_results_under_the_limit_are_identical(flavour: str) -> None:
     with instrumented():
         plain = run(calls(Target(flavour, "memory"), REQUESTS_UNDER_LIMIT))
-    with instrumented(guard="truncate", guard_budget="reject", guard_repeat_limit=50):
-        guarded = run(calls(Target(flavour, "memory"), REQUESTS_UNDER_LIMIT))
-    assert [outcome.result for outcome in guarded] == [outcome.result for outcome in plain]
+    with guarded(guard="truncate", guard_budget="reject", guard_repeat_limit=50):
+        delivered = run(calls(Target(flavour, "memory"), REQUESTS_UNDER_LIMIT))
+    assert [outcome.result for outcome in delivered] == [outcome.result for outcome in plain]
 
 
 # --- structuredContent and its outputSchema ----------------------------------------------------
@@ -189,7 +200,7 @@ def test_structured_content_stays_valid(flavour: str) -> None:
             over = await driver.call_tool("rows", {"n": 400})
             return tools["rows"]["outputSchema"], fits, over
 
-    with instrumented(guard="truncate", guard_max_result_tokens=LIMIT):
+    with guarded(guard="truncate", guard_max_result_tokens=LIMIT):
         schema, fits, over = run(scenario())
     expected = _rows(20).model_dump()
     # The text copy is cut; structuredContent is whole and valid.
@@ -206,7 +217,7 @@ def test_structured_content_stays_valid(flavour: str) -> None:
 
 # --- repeats and budgets -----------------------------------------------------------------------
 def test_repeat_limit() -> None:
-    with instrumented(guard="truncate", guard_repeat_limit=2, guard_repeat_window=60) as t:
+    with guarded(guard="truncate", guard_repeat_limit=2, guard_repeat_window=60) as t:
         outcomes = run(
             calls(
                 Target("lowlevel", "memory"),
@@ -232,7 +243,7 @@ def test_budget_scope_across_two_servers() -> None:
                     outcomes.append(await driver.call_tool("sized", {"tokens_hint": 2000}))
         return outcomes
 
-    with instrumented(guard_budget="truncate"):
+    with guarded(guard_budget="truncate"):
         first, second = run(scenario())
     assert first.text == payloads.sized_text(2000)  # fits the window
     # The second server's result gets only what the conversation has left.
@@ -243,7 +254,7 @@ def test_budget_scope_across_two_servers() -> None:
 def test_fails_open_when_the_tokenizer_cannot_load(tmp_path: Path) -> None:
     broken = tmp_path / "broken.tiktoken"
     broken.write_text("this is not a tokenizer\n")
-    with instrumented(guard="truncate", guard_max_result_tokens=LIMIT, tokenizer_file=str(broken)) as t:
+    with guarded(guard="truncate", guard_max_result_tokens=LIMIT, tokenizer_file=str(broken)) as t:
         (outcome,) = run(calls(Target("lowlevel", "memory"), [("sized", {"tokens_hint": 5000})]))
         failures = t.points("mcp_tokens.guard.failures")
     assert outcome.text == payloads.sized_text(5000)
@@ -257,7 +268,7 @@ def test_fails_open_when_counting_raises(monkeypatch: pytest.MonkeyPatch) -> Non
         raise RuntimeError("tokenizer failure")
 
     monkeypatch.setattr(Measure, "count", broken)
-    with instrumented(guard="truncate", guard_max_result_tokens=LIMIT) as t:
+    with guarded(guard="truncate", guard_max_result_tokens=LIMIT) as t:
         (outcome,) = run(calls(Target("fastmcp", "memory"), [("sized", {"tokens_hint": 5000})]))
         failures = t.points("mcp_tokens.guard.failures")
     assert outcome.text == payloads.sized_text(5000)
@@ -320,7 +331,7 @@ def test_server_guard_over_streamable_http(flavour: str) -> None:
 
 @pytest.mark.parametrize("client", ["sdk", "fastmcp"])
 def test_client_guard_over_stdio(client: str) -> None:
-    with instrumented(guard="truncate", guard_max_result_tokens=LIMIT):
+    with guarded(guard="truncate", guard_max_result_tokens=LIMIT):
         sized, echo = run(
             calls(
                 Target("lowlevel", "stdio"),
@@ -334,7 +345,7 @@ def test_client_guard_over_stdio(client: str) -> None:
 
 @pytest.mark.parametrize("client", ["sdk", "fastmcp"])
 def test_client_guard_over_streamable_http(client: str) -> None:
-    with running_server("sdk_fastmcp", "streamable-http") as server, instrumented(guard="reject"):
+    with running_server("sdk_fastmcp", "streamable-http") as server, guarded(guard="reject"):
         (outcome,) = run(
             calls(
                 Target("sdk_fastmcp", "streamable-http", base_url=server.base_url),

@@ -15,9 +15,9 @@ from .results import Assessment, Results
 from .tokens import GuardTokenizer
 
 # How long a result that needs counting waits for the guard's tokenizer on the response
-# path (its load starts at instrument() and takes about 0.4 s) before it is delivered
-# unguarded (counted as a `no_exact_tokenizer` failure): at most once, at start-up.
-TOKENIZER_WAIT_S = 1.0
+# path (its load starts at instrument() and takes about 0.4 s on an idle machine) before it
+# is delivered unguarded (counted as a `no_exact_tokenizer` failure): at start-up only.
+TOKENIZER_WAIT_S = 2.0
 
 
 def build_guard(settings: Settings, meter: Meter, labels: ServerLabels) -> Guard:

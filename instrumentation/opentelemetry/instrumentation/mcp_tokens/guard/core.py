@@ -115,6 +115,10 @@ class Guard:
     def start(self) -> None:
         self._tokenizer.start()
 
+    def wait_ready(self, timeout: float | None = None) -> bool:
+        """Wait until the guard's tokenizer has loaded (tests, benchmarks)."""
+        return self._tokenizer.wait(timeout)
+
     def shutdown(self, timeout: float = 5.0) -> None:
         self._accountant.stop(timeout)
 

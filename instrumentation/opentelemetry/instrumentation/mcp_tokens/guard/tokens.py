@@ -67,6 +67,10 @@ class GuardTokenizer:
     def start(self) -> None:
         self._loader.start()
 
+    def wait(self, timeout: float | None = None) -> bool:
+        """Wait until the tokenizer has loaded (tests, benchmarks); whether it has."""
+        return self._loader.wait(timeout)
+
     def measure(self) -> Measure:
         """The ready `Measure`; raises TokenizerUnavailable when none is (or will be)."""
         measure = self._measure
@@ -116,7 +120,7 @@ class Measure:
         length = len(text)
         if length > budget * self.max_token_bytes:
             return None  # at least length / max_token_bytes tokens
-        size = length
+        size = min(length, self.first_size(budget))
         while True:
             if size >= length:
                 tokens = self.count(text)
