@@ -25,7 +25,7 @@ from opentelemetry.instrumentation.mcp_tokens.pipeline import Pipeline
 from opentelemetry.trace import Span, SpanKind, Tracer
 
 from . import spans, v1_requests
-from .guarding import arguments_of, guarded
+from .guarding import guarded
 from .guarding import replaced_argument as _replaced
 from .propagation import explicit_budget_scope, inject_meta
 from .v1_sessions import SessionState, SessionTracker
@@ -173,19 +173,14 @@ class OutgoingRequests:
         call.raw = root.result
         if self._guard is None or call.exchange.side is not Side.CLIENT:
             return None
-        exchange = call.exchange
         delivered = guarded(
             self._guard,
             root.result,
-            side=exchange.side.value,
-            method=exchange.method,
-            tool=exchange.target,
-            server_name=state.server_name,
-            scope=exchange.budget,
+            call.exchange,
             owns_scope=True,
-            arguments=arguments_of(exchange.request),
-            uri=call.uri,
             span=call.span,
+            uri=call.uri,
+            server_name=state.server_name,
         )
         if delivered is root.result:
             return None

@@ -31,7 +31,7 @@ from opentelemetry.trace import Link, Span, SpanKind, Tracer
 from opentelemetry.util.types import AttributeValue
 
 from . import spans, v1_requests
-from .guarding import arguments_of, guarded
+from .guarding import guarded
 from .guarding import replaced_argument as _replaced
 from .propagation import budget_scope_of, extract_headers, extract_parent
 from .v1_sessions import SessionState, SessionTracker
@@ -157,15 +157,11 @@ class IncomingRequests:
             delivered = guarded(
                 self._guard,
                 wire,
-                side=exchange.side.value,
-                method=exchange.method,
-                tool=exchange.target,
-                server_name=call.state.server_name,
-                scope=exchange.budget,
+                exchange,
                 owns_scope=call.owns_scope,
-                arguments=arguments_of(exchange.request),
-                uri=call.uri,
                 span=call.span,
+                uri=call.uri,
+                server_name=call.state.server_name,
             )
             if delivered is wire:
                 return response, wire

@@ -34,7 +34,7 @@ from opentelemetry.instrumentation.mcp_tokens.pipeline import Pipeline
 from opentelemetry.trace import Span, SpanKind, Tracer
 from opentelemetry.util.types import AttributeValue
 
-from .guarding import arguments_of, guarded
+from .guarding import guarded
 from .propagation import explicit_budget_scope, inject_meta
 from .v2_answers import AnswerHooks
 from .v2_client_call import ClientCall, Reporter, SessionInfo, current, server_name_of
@@ -200,26 +200,11 @@ class ClientHooks:
     def _guarded(self, call: ClientCall, result: object) -> object:
         """The raw result after the guard: what the application receives (the client's own
         requests only; a server's requests to its client are not tool results)."""
-        try:
-            exchange = call.exchange
-            if exchange.side is not Side.CLIENT:
-                return result
-            params = exchange.request
-            return guarded(
-                self._guard,
-                result,
-                side=exchange.side.value,
-                method=exchange.method,
-                tool=exchange.target,
-                server_name=exchange.server_name,
-                scope=exchange.budget,
-                owns_scope=True,
-                arguments=arguments_of(params),
-                uri=resource_uri_of(exchange.method, params),
-                span=call.handoff.span,
-            )
-        except Exception:  # describing the call failed: deliver the result unchanged
+        exchange = call.exchange
+        if exchange.side is not Side.CLIENT:
             return result
+        uri = safely(resource_uri_of, exchange.method, exchange.request)
+        return guarded(self._guard, result, exchange, owns_scope=True, span=call.handoff.span, uri=uri)
 
     def _begin(self, dispatcher: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> ClientCall:
         method = args[0] if args else kwargs["method"]

@@ -38,7 +38,7 @@ from opentelemetry.instrumentation.mcp_tokens.pipeline import Pipeline
 from opentelemetry.trace import Link, SpanKind, get_current_span
 from opentelemetry.util.types import AttributeValue
 
-from .guarding import arguments_of, guarded
+from .guarding import guarded
 from .propagation import budget_scope_of
 from .v2_common import import_optional, meta_of, reset_quietly, resource_uri_of, safely, target_of
 from .v2_server_call import CURRENT_CALL, ServerCall
@@ -166,24 +166,11 @@ class ServerHooks:
 
     def _guarded(self, state: ServerCall, result: object) -> object:
         """The wire result after the guard: what the transport serialises and the exchange counts."""
-        try:
-            exchange = state.exchange
-            params = exchange.request
-            return guarded(
-                self._guard,
-                result,
-                side=exchange.side.value,
-                method=exchange.method,
-                tool=exchange.target,
-                server_name=exchange.server_name,
-                scope=exchange.budget,
-                owns_scope=state.owns_scope,
-                arguments=arguments_of(params),
-                uri=resource_uri_of(exchange.method, params),
-                span=state.handoff.span,
-            )
-        except Exception:  # describing the call failed: deliver the result unchanged
-            return result
+        exchange = state.exchange
+        uri = safely(resource_uri_of, exchange.method, exchange.request)
+        return guarded(
+            self._guard, result, exchange, owns_scope=state.owns_scope, span=state.handoff.span, uri=uri
+        )
 
     def _begin(self, runner: Any, ctx: Any) -> ServerCall | None:
         """A ServerCall for a request (None for notifications and the synthetic listing)."""
