@@ -13,10 +13,18 @@ import pytest
 from opentelemetry.instrumentation.mcp_tokens.config import Settings
 from opentelemetry.instrumentation.mcp_tokens.engine.images import ImageModel
 from opentelemetry.instrumentation.mcp_tokens.engine.tokenizer import TokenizerSpec, load_bundled_encoding
+from opentelemetry.instrumentation.mcp_tokens.guard.accountant import Accountant
+from opentelemetry.instrumentation.mcp_tokens.guard.core import Guard, GuardCall
 from opentelemetry.instrumentation.mcp_tokens.guard.memory import Deliveries, Repeats
 from opentelemetry.instrumentation.mcp_tokens.guard.policy import Policy, render
 from opentelemetry.instrumentation.mcp_tokens.guard.results import Results
 from opentelemetry.instrumentation.mcp_tokens.guard.tokens import GuardTokenizer, Measure
+from opentelemetry.instrumentation.mcp_tokens.labels import ServerLabels
+from opentelemetry.instrumentation.mcp_tokens.telemetry import GuardInstruments
+from opentelemetry.sdk.metrics import MeterProvider
+from opentelemetry.sdk.metrics.export import InMemoryMetricReader
+
+from tests.metric_points import points_of
 
 ENCODING = load_bundled_encoding("o200k_base")
 
@@ -41,7 +49,7 @@ def measure() -> Measure:
 
 @pytest.fixture(scope="module")
 def results(measure: Measure) -> Results:
-    return Results(measure, ImageModel.ANTHROPIC)
+    return Results(lambda: measure, ImageModel.ANTHROPIC)
 
 
 @pytest.mark.parametrize("kind", sorted(TEXTS))
@@ -225,3 +233,21 @@ def test_memory_is_bounded() -> None:
     clock[0] = 100.0
     assert repeats.record("s", "t", "{}") == 1
     assert repeats.record("s", "t", '{"x":1}') == 1
+
+
+def test_results_that_fit_by_size_never_wait_for_the_tokenizer() -> None:
+    settings = Settings.load({"guard": "truncate", "guard_max_result_tokens": 1000}, {})
+    # Not started, and waited for 0 s: not ready when the results arrive.
+    tokenizer = GuardTokenizer(TokenizerSpec("o200k_base"), max_bytes=32 << 20, wait_s=0.0)
+    reader = InMemoryMetricReader()
+    meter = MeterProvider(metric_readers=[reader]).get_meter("test")
+    accountant = Accountant(GuardInstruments(meter), ServerLabels(), lambda assessment: 0)
+    guard = Guard(settings, Policy.from_settings(settings), tokenizer, accountant)
+    call = GuardCall(side="server", method="tools/call", tool="t")
+    small = {"content": [{"type": "text", "text": "fits by its size"}]}
+    large = {"content": [{"type": "text", "text": TEXTS["prose"]}]}
+    assert guard.check(call, small) is small
+    assert points_of(reader, "mcp_tokens.guard.failures") == []
+    assert guard.check(call, large) is large  # fails open: delivered unchanged, counted
+    ((attributes, point),) = points_of(reader, "mcp_tokens.guard.failures")
+    assert attributes["mcp_tokens.guard.failure"] == "no_exact_tokenizer" and point.value == 1

@@ -28,8 +28,10 @@ def build_guard(settings: Settings, meter: Meter, labels: ServerLabels) -> Guard
         wait_s=TOKENIZER_WAIT_S,
     )
 
+    off_path = Results(tokenizer.measure, settings.image_model)
+
     def count_exactly(assessment: Assessment) -> int:
-        return Results(tokenizer.measure(), settings.image_model).exact_tokens(assessment)
+        return off_path.exact_tokens(assessment)
 
     accountant = Accountant(GuardInstruments(meter), labels, count_exactly)
     guard = Guard(settings, Policy.from_settings(settings), tokenizer, accountant)

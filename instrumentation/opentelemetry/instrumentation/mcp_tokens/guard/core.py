@@ -106,7 +106,7 @@ class Guard:
             if policy.repeats_apply
             else None
         )
-        self._results: Results | None = None
+        self._results = Results(tokenizer.measure, settings.image_model)
 
     @property
     def policy(self) -> Policy:
@@ -155,7 +155,7 @@ class Guard:
         limits = self._limits(call)
         if not limits:
             return result
-        results = self._shaper()
+        results = self._results
         budgeted = any(limit.reason == semconv.GUARD_REASON_BUDGET for limit in limits)
         delivered: int | None = None
         for limit in limits:
@@ -187,11 +187,6 @@ class Guard:
             limits.append(_Limit(left, policy.budget_mode, semconv.GUARD_REASON_BUDGET))
         return sorted(limits, key=lambda limit: limit.tokens)
 
-    def _shaper(self) -> Results:
-        if self._results is None:
-            self._results = Results(self._tokenizer.measure(), self._settings.image_model)
-        return self._results
-
     # --- acting -----------------------------------------------------------------------
     def _act(self, call: GuardCall, results: Results, assessment: Assessment, limit: _Limit) -> Shaped:
         action = _ACTIONS[limit.mode]
@@ -209,8 +204,8 @@ class Guard:
     def _repeated(self, call: GuardCall, result: Mapping[str, Any]) -> object:
         policy = self._policy
         limit = policy.limit_of(call.tool) or policy.max_result_tokens
-        results = self._shaper()
-        assessment = results.assess(call.method, result, 0)
+        results = self._results
+        assessment = results.read(call.method, result)
         original, exact = results.original_tokens(assessment)
         reason = semconv.GUARD_REASON_REPEAT
         if policy.mode == GUARD_WARN:

@@ -70,11 +70,19 @@ class Shaped:
 
 
 class Results:
-    """Reads, counts and cuts results with one `Measure` and one image formula."""
+    """Reads, counts and cuts results with one `Measure` and one image formula.
 
-    def __init__(self, measure: Measure, image_model: ImageModel) -> None:
-        self._measure = measure
+    `measure` is called only when something must be counted: a result that fits by its
+    size alone never waits for the tokenizer.
+    """
+
+    def __init__(self, measure: Callable[[], Measure], image_model: ImageModel) -> None:
+        self._get_measure = measure
         self._image_model = image_model
+
+    @property
+    def _measure(self) -> Measure:
+        return self._get_measure()
 
     # --- reading ---------------------------------------------------------------------
     def assess(
@@ -82,9 +90,8 @@ class Results:
     ) -> Assessment:
         """Whether `result` fits `limit` tokens, counting as little as deciding needs
         (`count`: count it exactly, up to the limit, even when its size alone decides)."""
-        entries, structured = self._entries(method, result)
-        everything = [*entries, *([structured] if structured is not None else [])]
-        assessment = Assessment(method, result, entries, structured, fits=False)
+        assessment = self.read(method, result)
+        everything = self._all(assessment)
         if not count and self._size_bound(everything, limit) <= limit:
             assessment.fits = True
             return assessment
@@ -96,6 +103,11 @@ class Results:
             total += tokens
         assessment.fits, assessment.tokens, assessment.counted_all = True, total, True
         return assessment
+
+    def read(self, method: str, result: Mapping[str, Any]) -> Assessment:
+        """The result's entries, nothing counted (`fits` False until something says so)."""
+        entries, structured = self._entries(method, result)
+        return Assessment(method, result, entries, structured, fits=False)
 
     def original_tokens(self, assessment: Assessment) -> tuple[int, bool]:
         """The result's tokens: exact when counting covered it all, else the counted

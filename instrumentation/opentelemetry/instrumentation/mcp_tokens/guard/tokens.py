@@ -141,21 +141,22 @@ class Measure:
         text's tokenization and counts at most `budget` tokens on its own."""
         if budget <= 0 or not text:
             return 0, 0
-        window = text[: budget * self.max_token_bytes]
-        size = min(len(window), self.first_size(budget))
+        # No prefix past this many characters can fit: each token is at most that many bytes.
+        bound = min(len(text), budget * self.max_token_bytes)
+        size = min(bound, self.first_size(budget))
         while True:
-            tokens = self._encode(window[:size])
-            if len(tokens) > budget or size >= len(window):
+            tokens = self._encode(text[:size])
+            if len(tokens) > budget or size >= bound:
                 break
-            size *= 2
+            size = min(bound, 2 * size)
         keep = min(budget, len(tokens))
         for _ in range(_SHORTEN_ATTEMPTS):
             chars = _whole_characters(self._encoding.decode_bytes(tokens[:keep]))
-            counted = self.count(window[:chars])
+            counted = self.count(text[:chars])
             if counted <= budget:
                 return chars, counted
             keep = max(0, keep - (counted - budget))
-        return self._halving_prefix(window, budget)
+        return self._halving_prefix(text[:size], budget)
 
     def _halving_prefix(self, text: str, budget: int) -> tuple[int, int]:
         chars = len(text) // 2
