@@ -14,12 +14,15 @@ from typing import Any
 
 import anyio
 import pytest
+from opentelemetry.exporter.mcp_tokens.dashboards import GeneratorSettings, names
+from opentelemetry.exporter.mcp_tokens.dashboards.expressions import dashboard_expressions
 from prometheus_client.parser import text_string_to_metric_families
 
 from examples.processes import HOST, free_port, prometheus_env
 from tests.integration.apps._line import IS_MCP2
 
-from .conftest import require_sdk_configurator
+from .conftest import fast_alert_rules, require_sdk_configurator
+from .monitoring import running_prometheus
 from .test_third_party_server import _console_script, make_repository, result_tokens
 
 pytestmark = [
@@ -154,3 +157,71 @@ def test_a_tool_limit_touches_that_tool_only(repository: Path, unguarded: list[d
     assert result_tokens(plain_show) > 1500  # over git_diff's limit, under the default one
     assert (status, show) == (plain_status, plain_show)
     assert result_tokens(diff) <= 1500 and text_of(diff) != text_of(plain_diff)
+
+
+GUARD_METRICS = (names.GUARD_ACTIONS_TOTAL, names.GUARD_REMOVED_TOTAL)
+
+
+def test_guardrails_panels_and_alert_on_a_live_prometheus(
+    repository: Path, monitoring_binaries: tuple[str, str], tmp_path: Path
+) -> None:
+    """The Guardrails panels return data and McpToolFrequentlyCut fires (its `for:` at 0 s)
+    on what a real Prometheus scraped from the guarded server."""
+    require_sdk_configurator()
+    metrics_port = free_port()
+    env = {
+        **{key: value for key, value in os.environ.items() if not key.startswith("OTEL_")},
+        **prometheus_env("guarded-git", metrics_port),
+        GUARD: "truncate",
+        GUARD + "_MAX_RESULT_TOKENS": "2000",
+    }
+    server = [
+        _console_script("opentelemetry-instrument"),
+        _console_script("mcp-server-git"),
+        "--repository",
+        str(repository),
+    ]
+    rules = fast_alert_rules(tmp_path / "rules")
+    with running_prometheus(
+        monitoring_binaries[0], tmp_path / "prometheus", {"guarded-git": [metrics_port]}, [rules]
+    ) as prometheus:
+        empty, alerts = anyio.run(_guarded_session, server, env, calls_for(repository), prometheus)
+    assert empty == []
+    # Both large tools are cut in every call; git_status never is.
+    assert {alert["gen_ai_tool_name"] for alert in alerts} == {"git_diff", "git_show"}, alerts
+
+
+async def _guarded_session(
+    server: list[str], env: dict[str, str], calls: list[tuple[str, dict[str, Any]]], prometheus: Any
+) -> tuple[list[str], list[dict[str, Any]]]:
+    from mcp import ClientSession, StdioServerParameters
+    from mcp.client.stdio import stdio_client
+
+    params = StdioServerParameters(command=server[0], args=server[1:], env=env)
+    with anyio.fail_after(150):
+        async with stdio_client(params) as (read, write), ClientSession(read, write) as session:
+            await session.initialize()
+            await session.list_tools()
+            # Two rounds a few scrapes apart: rate() needs the counters to grow between scrapes.
+            for _ in range(2):
+                for name, arguments in calls:
+                    await session.call_tool(name, arguments)
+                await anyio.sleep(3.0)
+            return await anyio.to_thread.run_sync(_check_prometheus, prometheus)
+
+
+def _check_prometheus(prometheus: Any) -> tuple[list[str], list[dict[str, Any]]]:
+    prometheus.wait_until(
+        f'increase({names.GUARD_ACTIONS_TOTAL}{{job="guarded-git"}}[1m])',
+        lambda result: any(float(item["value"][1]) > 0 for item in result),
+        SCRAPE_DEADLINE_S,
+    )
+    empty = []
+    for expression in dashboard_expressions(GeneratorSettings()):
+        guard_panel = any(metric in expression.expr for metric in GUARD_METRICS)
+        if guard_panel and not prometheus.vector(expression.substituted({"job": "guarded-git"})):
+            empty.append(f"{expression.source}: {expression.expr}")
+    firing = prometheus.wait_until(
+        'ALERTS{alertname="McpToolFrequentlyCut", alertstate="firing"}', bool, SCRAPE_DEADLINE_S
+    )
+    return empty, [item["metric"] for item in firing]
