@@ -42,6 +42,9 @@ CONTRACT_METRICS = frozenset(
         "mcp_tokens_budget_crossings_total",
         "mcp_tokens_padding_detections_total",
         "mcp_tokens_analysis_skipped_total",
+        "mcp_tokens_guard_actions_total",
+        "mcp_tokens_guard_removed_total",
+        "mcp_tokens_guard_failures_total",
         "mcp_tokens_tool_definition",
     ]
 )
