@@ -20,20 +20,25 @@ import shutil
 import subprocess
 import sys
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import anyio
 import jsonschema
 import pytest
-from opentelemetry.instrumentation.mcp_tokens import budget_scope
+from opentelemetry.instrumentation.mcp_tokens import McpTokensInstrumentor, budget_scope
+from opentelemetry.sdk.metrics import MeterProvider
+from opentelemetry.sdk.metrics.export import InMemoryMetricReader
+from opentelemetry.sdk.trace import TracerProvider
 from pydantic import BaseModel
 
 from tests.integration.apps import payloads
 from tests.integration.apps._line import IS_MCP1
 from tests.integration.apps.client import Target, connect
 from tests.integration.apps.harness import REPO_ROOT, running_server, server_command, subprocess_env
-from tests.integration.v2_support import Telemetry, count, instrumented, select, tool_result_tokens
+from tests.integration.v2_support import count, select, tool_result_tokens
+from tests.metric_points import points_of
 
 pytestmark = pytest.mark.timeout(180)
 
@@ -42,6 +47,35 @@ NOTICE = "[mcp-tokens cut this result"
 REFUSED = "[mcp-tokens refused this result"
 LIMIT = 1000
 GUARD_ENV = "OTEL_INSTRUMENTATION_MCP_TOKENS_GUARD"
+
+
+@dataclass
+class Telemetry:
+    instrumentor: McpTokensInstrumentor
+    reader: InMemoryMetricReader
+
+    def drain(self) -> None:
+        assert self.instrumentor.pipeline.worker.drain(20.0), "the analysis worker did not drain"
+
+    def points(self, name: str) -> list[tuple[dict[str, Any], Any]]:
+        self.drain()
+        return points_of(self.reader, name)
+
+
+@contextlib.contextmanager
+def instrumented(**settings: Any) -> Iterator[Telemetry]:
+    """The instrumentation with a tracer provider of its own: the global one stays unset, so
+    fastmcp's and the SDK's own spans stay off for the other tests of this process."""
+    reader = InMemoryMetricReader()
+    meter_provider = MeterProvider(metric_readers=[reader])
+    instrumentor = McpTokensInstrumentor()
+    instrumentor.instrument(tracer_provider=TracerProvider(), meter_provider=meter_provider, **settings)
+    assert instrumentor.pipeline is not None, "instrument() did not start (see the log)"
+    try:
+        yield Telemetry(instrumentor, reader)
+    finally:
+        instrumentor.uninstrument()
+        meter_provider.shutdown()
 
 
 @contextlib.contextmanager
