@@ -63,6 +63,7 @@ bench: $(STAMP) bench-loop-stall bench-instrumented
 	$(PY) -m tests.bench.page_faults --transport stdio
 	$(PY) -m tests.bench.page_faults --transport memory
 	$(PY) -m tests.bench.exporters
+	$(PY) -m tests.bench.guard
 
 # How late an event loop wakes up while the analysis worker runs, per payload kind (1 KB to 20 MB).
 bench-loop-stall: $(STAMP)

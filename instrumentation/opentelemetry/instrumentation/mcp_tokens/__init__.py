@@ -70,6 +70,7 @@ class McpTokensInstrumentor(BaseInstrumentor):  # type: ignore[misc]
 
     _patcher: Any = None
     _pipeline: Any = None
+    _guard: Any = None
 
     def instrumentation_dependencies(self) -> Collection[str]:
         return _instruments
@@ -96,10 +97,15 @@ class McpTokensInstrumentor(BaseInstrumentor):  # type: ignore[misc]
             __name__, __version__, kwargs.pop("tracer_provider", None), schema_url=_SCHEMA_URL
         )
         meter = get_meter(__name__, __version__, kwargs.pop("meter_provider", None), schema_url=_SCHEMA_URL)
-        pipeline = Pipeline(Settings.load(kwargs), meter)
+        settings = Settings.load(kwargs)
+        pipeline = Pipeline(settings, meter)
         pipeline.start()
         self._pipeline = pipeline
-        self._patcher = patcher_class(pipeline, tracer)
+        if settings.guard_enabled:
+            from .guard.build import build_guard  # lazily: only when a guard is on
+
+            self._guard = build_guard(settings, meter, pipeline.labels)
+        self._patcher = patcher_class(pipeline, tracer, self._guard)
         self._patcher.patch()
         atexit.register(self._flush_at_exit)
 
@@ -107,21 +113,30 @@ class McpTokensInstrumentor(BaseInstrumentor):  # type: ignore[misc]
         self._stop()
 
     def _stop(self) -> None:
-        patcher, pipeline = self._patcher, self._pipeline
-        self._patcher = self._pipeline = None
+        patcher, pipeline, guard = self._patcher, self._pipeline, self._guard
+        self._patcher = self._pipeline = self._guard = None
         if patcher is not None:
             try:
                 patcher.unpatch()
             except Exception:
                 _logger.warning("mcp-tokens could not undo every patch", exc_info=True)
+        if guard is not None:
+            guard.shutdown()
         if pipeline is not None:
             pipeline.shutdown()
         atexit.unregister(self._flush_at_exit)
 
     def _flush_at_exit(self) -> None:
         # Registered after the SDK providers, so it runs before their shutdown exports.
+        if self._guard is not None:
+            self._guard.shutdown(timeout=2.0)
         if self._pipeline is not None:
             self._pipeline.shutdown(timeout=5.0)
+
+    @property
+    def guard(self) -> Any:
+        """The guard (tests); None unless a guard setting is on."""
+        return self._guard
 
     @property
     def pipeline(self) -> Any:
