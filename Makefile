@@ -62,7 +62,7 @@ test: lint typecheck unit unit-mcp1
 PERF_DOC ?= docs/performance.md
 MARKDOWN = $(if $(PERF_DOC),--markdown $(PERF_DOC))
 BENCHES := "engine" "engine_bounds" "startup" "worker_cost" "loop_stall --full" \
-	"page_faults --transport stdio" "page_faults --transport memory" "exporters" "instrumented"
+	"page_faults --transport stdio" "page_faults --transport memory" "exporters" "guard" "instrumented"
 
 bench: $(STAMP)
 	@missed=""; for run in $(BENCHES); do \

@@ -42,11 +42,22 @@ CONTRACT_METRICS = frozenset(
         "mcp_tokens_budget_crossings_total",
         "mcp_tokens_padding_detections_total",
         "mcp_tokens_analysis_skipped_total",
+        "mcp_tokens_guard_actions_total",
+        "mcp_tokens_guard_removed_total",
+        "mcp_tokens_guard_failures_total",
         "mcp_tokens_tool_definition",
     ]
 )
-# The demo never overloads the instrumentation, so nothing is skipped or estimated.
-NOT_FED_BY_DEMO = frozenset({"mcp_tokens_analysis_skipped_total"})
+# The demo never overloads the instrumentation, so nothing is skipped or estimated; and it
+# runs without a guard (test_guard_third_party.py checks the Guardrails panels live).
+NOT_FED_BY_DEMO = frozenset(
+    {
+        "mcp_tokens_analysis_skipped_total",
+        "mcp_tokens_guard_actions_total",
+        "mcp_tokens_guard_removed_total",
+        "mcp_tokens_guard_failures_total",
+    }
+)
 DEMO_JOBS = "demo-server|demo-client"
 _IDENTIFIER = re.compile(r"[a-zA-Z_:][a-zA-Z0-9_:]*")
 
@@ -158,7 +169,7 @@ def test_every_panel_fed_by_the_demo_returns_data(demo_stack: DemoStack) -> None
     print(f"\n{checked} dashboard expressions returned data; not fed by the demo: {not_fed}")
     assert empty == []
     assert checked >= 40
-    # Only panels about skipped analysis may lack data: the demo feeds everything else.
+    # Only panels about skipped analysis and the guard may lack data: the demo feeds everything else.
     assert {name for _, missing in not_fed for name in missing} <= NOT_FED_BY_DEMO, not_fed
 
 

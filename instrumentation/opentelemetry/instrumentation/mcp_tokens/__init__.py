@@ -56,7 +56,7 @@ from typing import Any
 
 import wrapt
 from opentelemetry.instrumentation.instrumentor import BaseInstrumentor  # type: ignore[attr-defined]
-from opentelemetry.metrics import get_meter
+from opentelemetry.metrics import Meter, get_meter
 from opentelemetry.trace import Tracer, get_tracer
 
 from .config import Settings
@@ -75,7 +75,8 @@ class McpTokensInstrumentor(BaseInstrumentor):  # type: ignore[misc]
 
     _patcher: Any = None
     _pipeline: Any = None
-    # Installs the patches and the pipeline (at once, or when the MCP SDK is imported).
+    _guard: Any = None
+    # Installs the patches and the guard: at once, or when the MCP SDK is imported.
     _install: Callable[[], None] | None = None
 
     def instrumentation_dependencies(self) -> Collection[str]:
@@ -101,17 +102,17 @@ class McpTokensInstrumentor(BaseInstrumentor):  # type: ignore[misc]
         )
         meter = get_meter(__name__, __version__, kwargs.pop("meter_provider", None), schema_url=_SCHEMA_URL)
         self._pipeline = pipeline = Pipeline(Settings.load(kwargs), meter)
-        self._install = install = functools.partial(self._patch, pipeline, tracer)
+        self._install = install = functools.partial(self._patch, pipeline, tracer, meter)
         if "mcp" in sys.modules:
             install()
         else:
             # A process that never imports the MCP SDK (a server's supervisor, the gunicorn
-            # master, multiprocessing's resource tracker) loads neither it nor our patches:
-            # they are installed when the application imports the SDK.
+            # master, multiprocessing's resource tracker) loads neither it nor our patches
+            # and guard: they are installed when the application imports the SDK.
             wrapt.register_post_import_hook(functools.partial(self._patch_on_import, install), "mcp")
         atexit.register(self._flush_at_exit)
 
-    def _patch(self, pipeline: Any, tracer: Tracer) -> None:
+    def _patch(self, pipeline: Any, tracer: Tracer, meter: Meter) -> None:
         from .patches import installed_mcp_version, select_patcher  # noqa: PLC0415 -- the SDK's line
 
         version = installed_mcp_version()
@@ -120,7 +121,11 @@ class McpTokensInstrumentor(BaseInstrumentor):  # type: ignore[misc]
             _logger.warning("mcp-tokens does not support mcp %s; MCP will not be instrumented", version)
             self._stop()
             return
-        self._patcher = patcher_class(pipeline, tracer)
+        if pipeline.settings.guard_enabled:
+            from .guard.build import build_guard  # noqa: PLC0415 -- only when a guard is on
+
+            self._guard = build_guard(pipeline.settings, meter, pipeline.labels)
+        self._patcher = patcher_class(pipeline, tracer, self._guard)
         self._patcher.patch()
 
     def _patch_on_import(self, install: Callable[[], None], module: ModuleType) -> None:
@@ -136,21 +141,30 @@ class McpTokensInstrumentor(BaseInstrumentor):  # type: ignore[misc]
         self._stop()
 
     def _stop(self) -> None:
-        patcher, pipeline = self._patcher, self._pipeline
-        self._patcher = self._pipeline = self._install = None
+        patcher, pipeline, guard = self._patcher, self._pipeline, self._guard
+        self._patcher = self._pipeline = self._guard = self._install = None
         if patcher is not None:
             try:
                 patcher.unpatch()
             except Exception:
                 _logger.warning("mcp-tokens could not undo every patch", exc_info=True)
+        if guard is not None:
+            guard.shutdown()
         if pipeline is not None:
             pipeline.shutdown()
         atexit.unregister(self._flush_at_exit)
 
     def _flush_at_exit(self) -> None:
         # Registered after the SDK providers, so it runs before their shutdown exports.
+        if self._guard is not None:
+            self._guard.shutdown(timeout=2.0)
         if self._pipeline is not None:
             self._pipeline.shutdown(timeout=5.0)
+
+    @property
+    def guard(self) -> Any:
+        """The guard (tests); None unless a guard setting is on."""
+        return self._guard
 
     @property
     def pipeline(self) -> Any:

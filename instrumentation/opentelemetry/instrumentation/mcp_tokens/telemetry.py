@@ -304,3 +304,27 @@ class Recorder:
                         semconv.PADDING_BLOCK: finding.block,
                     },
                 )
+
+
+class GuardInstruments:
+    """The guard's counters (docs/telemetry.md, "The guard"): created only when a guard is on."""
+
+    def __init__(self, meter: Meter) -> None:
+        self.actions = CumulativeSum(
+            meter,
+            semconv.GUARD_ACTIONS,
+            unit="{result}",
+            description="Results the guard cut, refused or warned about, by action and reason.",
+        )
+        self.removed = CumulativeSum(
+            meter,
+            semconv.GUARD_REMOVED,
+            unit="{token}",
+            description="Tokens of guarded results that were not delivered.",
+        )
+        self.failures = CumulativeSum(
+            meter,
+            semconv.GUARD_FAILURES,
+            unit="{result}",
+            description="Results the guard delivered unchanged because it could not act (fail open).",
+        )

@@ -21,6 +21,7 @@ from .queries import (
     anchored_up,
     definition_tax,
     overhead_ratio,
+    tool_cut_share,
     tool_responses,
 )
 from .settings import GeneratorSettings
@@ -148,6 +149,42 @@ def alerts(settings: GeneratorSettings) -> tuple[AlertDefinition, ...]:
             actions=_SHRINK_ACTIONS[:4],
             dashboard_uid="mcp-tokens-tool",
             panel_title="Response tokens (p50, p95, p99)",
+        ),
+        AlertDefinition(
+            name="McpToolFrequentlyCut",
+            severity="warning",
+            query=tool_cut_share(t.window),
+            comparison=">",
+            threshold=settings.guard_cut_share,
+            for_=t.for_("30m"),
+            summary="The guard cuts or refuses a large share of an MCP tool's results.",
+            description=(
+                "{{ $value | humanizePercentage }} of the calls of "
+                f"{_WHERE_TOOL} were cut or refused by the mcp-tokens guard over the last "
+                f"{t.window}, for {t.for_('30m')}; the threshold is "
+                f"{_percent(settings.guard_cut_share)}."
+            ),
+            meaning=(
+                "The guard (OTEL_INSTRUMENTATION_MCP_TOKENS_GUARD) holds every result to its token "
+                "limit: this tool's results go over it so often that the model regularly sees a "
+                "part of the answer and a notice, or an error result asking for less. Each cut costs "
+                "the agent a turn to ask again; the tool returns more than one call should."
+            ),
+            confirm=(
+                "*MCP tokens / Tool drill-down*, *Results cut or refused by the guard*, next to "
+                "*Response tokens (p50, p95, p99)* (which counts what was delivered); *MCP tokens / "
+                "Overview*, *Guard actions by tool* for the other tools of the server."
+            ),
+            actions=(
+                "Paginate the tool: a cursor or offset/limit argument, with a default page that "
+                "fits the limit, so the model asks for the next page instead of being cut.",
+                *_SHRINK_ACTIONS[2:4],
+                "If the limit is too low for this tool's normal answers, give it its own with "
+                "OTEL_INSTRUMENTATION_MCP_TOKENS_GUARD_TOOL_LIMITS (name=tokens), staying under the "
+                "host's cap (Claude Code: MAX_MCP_OUTPUT_TOKENS, 25,000 by default).",
+            ),
+            dashboard_uid="mcp-tokens-tool",
+            panel_title="Results cut or refused by the guard",
         ),
         AlertDefinition(
             name="McpToolOverheadHigh",

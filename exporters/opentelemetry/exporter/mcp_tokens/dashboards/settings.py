@@ -24,6 +24,8 @@ DEFAULT_DEFINITION_SHARE = 0.1
 """A server whose tool definitions alone take more than this share of the window alerts."""
 DEFAULT_OVERHEAD_SHARE = 0.25
 """A tool whose responses are more than this share overhead (whitespace, duplicates) alerts."""
+DEFAULT_GUARD_CUT_SHARE = 0.1
+"""A tool whose results the guard cuts or refuses in more than this share of its calls alerts."""
 DEFAULT_RUNBOOK_URL = "dashboards/runbook.md"
 """Where alerts point; pass the URL of a hosted copy (e.g. on your Git forge) to link it."""
 
@@ -75,6 +77,7 @@ class GeneratorSettings:
     context_window: int = DEFAULT_CONTEXT_WINDOW
     definition_share: float = DEFAULT_DEFINITION_SHARE
     overhead_share: float = DEFAULT_OVERHEAD_SHARE
+    guard_cut_share: float = DEFAULT_GUARD_CUT_SHARE
     runbook_url: str = DEFAULT_RUNBOOK_URL
     timing: AlertTiming = field(default_factory=AlertTiming)
 
@@ -83,7 +86,7 @@ class GeneratorSettings:
             raise ValueError(
                 f"context window must be a positive number of tokens, got {self.context_window!r}"
             )
-        for name in ("definition_share", "overhead_share"):
+        for name in ("definition_share", "overhead_share", "guard_cut_share"):
             share = getattr(self, name)
             if not (math.isfinite(share) and 0.0 < share < 1.0):
                 raise ValueError(f"{name.replace('_', ' ')} must be a fraction in (0, 1), got {share!r}")

@@ -4,16 +4,19 @@ from __future__ import annotations
 
 import importlib.metadata
 import logging
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from opentelemetry.instrumentation.mcp_tokens.pipeline import Pipeline
 from opentelemetry.trace import Tracer
+
+if TYPE_CHECKING:
+    from opentelemetry.instrumentation.mcp_tokens.guard.core import Guard
 
 _logger = logging.getLogger(__name__)
 
 
 class Patcher(Protocol):
-    def __init__(self, pipeline: Pipeline, tracer: Tracer) -> None: ...
+    def __init__(self, pipeline: Pipeline, tracer: Tracer, guard: Guard | None = None) -> None: ...
 
     def patch(self) -> None:
         """Apply every patch; on failure raise (the instrumentor undoes what was applied)."""
