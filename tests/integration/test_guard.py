@@ -26,6 +26,7 @@ from typing import Any
 
 import anyio
 import jsonschema
+import mcp  # noqa: F401 -- imported before instrument(), as an MCP application has it: the guard comes with the patches
 import pytest
 from opentelemetry.instrumentation.mcp_tokens import McpTokensInstrumentor, budget_scope
 from opentelemetry.sdk.metrics import MeterProvider

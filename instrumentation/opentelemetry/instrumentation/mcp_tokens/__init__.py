@@ -163,7 +163,8 @@ class McpTokensInstrumentor(BaseInstrumentor):  # type: ignore[misc]
 
     @property
     def guard(self) -> Any:
-        """The guard (tests); None unless a guard setting is on."""
+        """The guard (tests); None unless a guard setting is on, and until the patches are
+        installed (the MCP SDK is imported)."""
         return self._guard
 
     @property
