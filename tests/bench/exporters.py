@@ -27,6 +27,7 @@ from opentelemetry.sdk.metrics import MeterProvider
 from opentelemetry.sdk.resources import Resource
 from prometheus_client import CollectorRegistry, generate_latest
 
+from tests.bench._doc import add_markdown_option, table, write_section
 from tests.bench._timing import best_cpu_seconds_each
 
 
@@ -61,6 +62,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--workers", type=int, default=4)
     parser.add_argument("--repeat", type=int, default=7)
     parser.add_argument("--short", action="store_true", help="200 series, 2 workers, 2 runs")
+    add_markdown_option(parser)
     args = parser.parse_args(argv)
     if args.short:
         args.series, args.workers, args.repeat = 200, 2, 2
@@ -116,6 +118,14 @@ def main(argv: list[str] | None = None) -> int:
         print(f"  {label:<40} {spent * 1000:8.2f}")
     compressed = len(snappy.compress(snapshot))
     print(f"  snappy: {len(snapshot) / seconds[4] / 1e6:.1f} MB/s, ratio {len(snapshot) / compressed:.1f}")
+    if args.markdown:
+        rows = [[label, f"{spent * 1000:.2f}"] for label, spent in zip(labels, seconds, strict=True)]
+        body = (
+            f"{len(values)} samples, {args.workers} workers; snappy compresses "
+            f"{len(snapshot) / seconds[4] / 1e6:.1f} MB/s at a ratio of {len(snapshot) / compressed:.1f}.\n\n"
+            + table(["step", "CPU ms"], rows)
+        )
+        write_section(args.markdown, "exporters", body, "tests.bench.exporters", argv)
     return 0
 
 

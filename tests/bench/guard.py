@@ -26,6 +26,7 @@ from opentelemetry.instrumentation.mcp_tokens.guard.tokens import GuardTokenizer
 from tests.integration.apps.client import Target, connect
 from tests.integration.v2_support import instrumented
 
+from ._doc import add_markdown_option, table, write_section
 from ._timing import best_cpu_seconds_each
 from .engine import json_payload
 
@@ -94,6 +95,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--max-ratio", type=float, default=1.10, help="guard on / off median bound")
     parser.add_argument("--max-cut-s", type=float, default=0.5, help="CPU seconds bound of the 20 MB cut")
     parser.add_argument("--quick", action="store_true", help="a short run to check the benchmark works")
+    add_markdown_option(parser)
     args = parser.parse_args(argv)
     blocks, rounds, repeat = (2, 10, 1) if args.quick else (args.blocks, args.rounds, 5)
 
@@ -120,6 +122,29 @@ def main(argv: list[str] | None = None) -> int:
         failed.append(f"20 MB cut took {seconds:.3f} s (bound {args.max_cut_s} s), delivered {delivered}")
     for failure in failed:
         print("FAILED:", failure)
+    if args.markdown:
+        rows = [
+            [
+                "1 KB and 20 KB results (fit by size)",
+                f"{off * 1e3:.3f}",
+                f"{on * 1e3:.3f}",
+                f"{ratio:.3f}",
+                f"<= {args.max_ratio:g}",
+            ],
+            [
+                "60 KB result (counted on both sides)",
+                f"{counted_off * 1e3:.3f}",
+                f"{counted_on * 1e3:.3f}",
+                f"{counted_on / counted_off:.3f}",
+                "",
+            ],
+        ]
+        body = (
+            table(["tools/call in memory", "median off ms", "median on ms", "ratio", "bound"], rows)
+            + f"\n\nA 20 MB result cut to {LIMIT:,} tokens: {seconds * 1e3:.1f} ms of CPU (best of {repeat};"
+            f" bound {args.max_cut_s * 1e3:g} ms), {delivered:,} tokens delivered."
+        )
+        write_section(args.markdown, "guard", body, "tests.bench.guard", argv)
     return 1 if failed else 0
 
 

@@ -60,9 +60,9 @@ from typing import Any
 
 from opentelemetry.instrumentation.mcp_tokens.config import Settings
 from opentelemetry.instrumentation.mcp_tokens.engine.tokenizer import load_bundled_encoding
-from opentelemetry.instrumentation.mcp_tokens.worker import MAX_LAG_S
 
 from ._clients import TRANSPORTS, Caller, variant_session
+from ._doc import add_markdown_option, write_section
 from .engine import json_payload
 from .instrumented_server import (
     PAYLOAD_TOOL,
@@ -72,6 +72,13 @@ from .instrumented_server import (
     distinct_text,
     payload_path,
 )
+
+try:
+    from opentelemetry.instrumentation.mcp_tokens.pacing import Pacing
+
+    MAX_LAG_S = Pacing().max_lag_s
+except ImportError:  # an older mcp-tokens, run for a before/after comparison
+    from opentelemetry.instrumentation.mcp_tokens.worker import MAX_LAG_S  # type: ignore[attr-defined,no-redef]
 
 SIZES = {"1 KB": 1_000, "50 KB": 50_000, "1 MB": 1_000_000, "20 MB": 20_000_000}
 VARIANTS = ("uninstrumented", "instrumented")
@@ -274,7 +281,7 @@ class Bench:
     @staticmethod
     def _sustained(cell: Cell) -> bool:
         """Whether the block's calls went on back to back for longer than the analysis
-        waits for calls in flight (worker.MAX_LAG_S), or handed a process more exchanges
+        waits for calls in flight (`Pacing.max_lag_s`), or handed a process more exchanges
         than its queue holds (QUEUE_SIZE, in memory each call is two): then it may drop."""
         block = cell.blocks["instrumented"][-1] if cell.blocks["instrumented"] else []
         exchanges = (2 if cell.transport == "memory" else 1) * (len(block) + cell.plan.warmup)
@@ -394,6 +401,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--rounds", type=int, default=None, help="blocks per variant, every size")
     parser.add_argument("--time-cap", type=float, default=None, help="seconds (default 1200, quick 300)")
+    add_markdown_option(parser)
     args = parser.parse_args(argv)
     labels = [label.strip() for label in args.sizes.split(",")]
     transports = [name.strip() for name in args.transports.split(",")]
@@ -448,6 +456,11 @@ def main(argv: list[str] | None = None) -> int:
         print("(overload: only under sustained load, past the analysis' 1 s of waiting)\n")
         print(table(results))
         print(f"\n{elapsed:.0f} s" + ("" if complete else " (time cap reached: fewer rounds)"))
+    if args.markdown:
+        capped = "" if complete else "\n\nThe time cap ended this run early: fewer rounds than planned."
+        write_section(
+            args.markdown, "instrumented", table(results) + capped, "tests.bench.instrumented", argv
+        )
         for r in results:
             if r["checks"] != "ok":
                 print(f"FAILED {r['size']} {r['transport']}: {'; '.join(r['checks'])}")

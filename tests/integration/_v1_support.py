@@ -140,7 +140,7 @@ class Telemetry:
 
     def settle(self) -> None:
         pipeline = self.instrumentor.pipeline
-        assert pipeline is not None and pipeline.worker.drain(DRAIN_TIMEOUT_S), "analysis did not finish"
+        assert pipeline is not None and pipeline.force_flush(DRAIN_TIMEOUT_S), "analysis did not finish"
 
     def collect(self) -> tuple[list[SpanRecord], list[Point]]:
         self.settle()

@@ -26,6 +26,7 @@ from typing import Any
 
 import anyio
 import jsonschema
+import mcp  # noqa: F401 -- imported before instrument(), as an MCP application has it: the guard comes with the patches
 import pytest
 from opentelemetry.instrumentation.mcp_tokens import McpTokensInstrumentor, budget_scope
 from opentelemetry.sdk.metrics import MeterProvider
@@ -55,7 +56,7 @@ class Telemetry:
     reader: InMemoryMetricReader
 
     def drain(self) -> None:
-        assert self.instrumentor.pipeline.worker.drain(20.0), "the analysis worker did not drain"
+        assert self.instrumentor.pipeline.force_flush(20.0), "the analysis worker did not drain"
 
     def points(self, name: str) -> list[tuple[dict[str, Any], Any]]:
         self.drain()

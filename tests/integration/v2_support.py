@@ -107,16 +107,16 @@ class Telemetry:
     def pipeline(self) -> Any:
         return self.instrumentor.pipeline
 
-    def drain(self) -> None:
-        assert self.pipeline.worker.drain(DRAIN_S), "the analysis worker did not drain"
+    def flush(self) -> None:
+        assert self.pipeline.force_flush(DRAIN_S), "the analysis worker did not drain"
 
     def spans(self) -> list[ReadableSpan]:
-        self.drain()
+        self.flush()
         return sorted(self.exporter.get_finished_spans(), key=lambda s: s.start_time or 0)
 
     def points(self, name: str) -> list[tuple[dict[str, Any], Any]]:
         """(attributes, data point) of every point of metric `name` (cumulative)."""
-        self.drain()
+        self.flush()
         return points_of(self.reader, name)
 
 

@@ -11,17 +11,20 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable, Iterable, Mapping
+from typing import TYPE_CHECKING
 
 from opentelemetry.metrics import CallbackOptions, Meter, Observation
 from opentelemetry.trace import Span
 from opentelemetry.util.types import AttributeValue
 
 from . import semconv
-from .analyst import Findings
-from .engine.analysis import Analysis
-from .engine.ledger import BudgetSnapshot
 from .exchange import Exchange, Side
 from .labels import clean_text
+
+if TYPE_CHECKING:  # the analysis is imported at the first exchange (worker.open_link)
+    from .analyst import Findings
+    from .engine.analysis import Analysis
+    from .engine.ledger import BudgetSnapshot
 
 _Key = tuple[tuple[str, AttributeValue], ...]
 

@@ -15,7 +15,7 @@ from .results import Assessment, Results
 from .tokens import GuardTokenizer
 
 # How long a result that needs counting waits for the guard's tokenizer on the response
-# path (its load starts at instrument() and takes about 0.4 s on an idle machine) before it
+# path (its load starts with the patches and takes about 0.4 s on an idle machine) before it
 # is delivered unguarded (counted as a `no_exact_tokenizer` failure): at start-up only.
 TOKENIZER_WAIT_S = 2.0
 

@@ -31,7 +31,7 @@ from opentelemetry.instrumentation.mcp_tokens.config import (
     GUARD_WARN,
     Settings,
 )
-from opentelemetry.instrumentation.mcp_tokens.exchange import BudgetRef
+from opentelemetry.instrumentation.mcp_tokens.scope import BudgetRef
 from opentelemetry.trace import Span
 from opentelemetry.util.types import AttributeValue
 

@@ -2,7 +2,7 @@
 
 The analysis counts in its helper process, after the response; the guard must decide on
 the response path, so it keeps a tokenizer of its own (`TokenizerLoader`, started on a
-daemon thread when `instrument()` runs with a guard on) and counts only what deciding and
+daemon thread when the patches are installed with a guard on) and counts only what deciding and
 cutting need:
 
 - a text whose UTF-8 size is at most the budget fits (every token is at least one byte);

@@ -42,11 +42,11 @@ def select_patcher(version: tuple[int, int] | None) -> type[Patcher] | None:
     if version is None:
         return None
     if version[0] == 1 and version >= MIN_V1:
-        from .mcp_v1 import McpV1Patcher
+        from .mcp_v1 import McpV1Patcher  # noqa: PLC0415 -- imports the installed SDK line only
 
         return McpV1Patcher
     if version[0] == 2:
-        from .mcp_v2 import McpV2Patcher
+        from .mcp_v2 import McpV2Patcher  # noqa: PLC0415 -- imports the installed SDK line only
 
         return McpV2Patcher
     return None

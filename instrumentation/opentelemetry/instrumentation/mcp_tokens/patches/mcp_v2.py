@@ -100,7 +100,7 @@ def _required_modules() -> dict[str, Any]:
 def _modern_versions() -> frozenset[str]:
     """The 2026-07-28+ protocol versions (no sessions); empty if the SDK does not list them."""
     try:
-        from mcp_types.version import MODERN_PROTOCOL_VERSIONS
+        from mcp_types.version import MODERN_PROTOCOL_VERSIONS  # noqa: PLC0415 -- optional in older SDKs
     except ImportError:
         return frozenset()
     return frozenset(MODERN_PROTOCOL_VERSIONS)

@@ -20,8 +20,9 @@ from typing import TYPE_CHECKING, Any
 
 from opentelemetry import trace
 from opentelemetry.instrumentation.mcp_tokens import semconv
-from opentelemetry.instrumentation.mcp_tokens.exchange import BudgetRef, Exchange, Side
+from opentelemetry.instrumentation.mcp_tokens.exchange import Exchange, Side
 from opentelemetry.instrumentation.mcp_tokens.pipeline import Pipeline
+from opentelemetry.instrumentation.mcp_tokens.scope import BudgetRef
 from opentelemetry.trace import Span, SpanKind, Tracer
 
 from . import spans, v1_requests

@@ -25,8 +25,9 @@ from opentelemetry import context as otel_context
 from opentelemetry import trace
 from opentelemetry.context import Context
 from opentelemetry.instrumentation.mcp_tokens import semconv
-from opentelemetry.instrumentation.mcp_tokens.exchange import RESPONSE_KINDS, BudgetRef, Exchange, Side
+from opentelemetry.instrumentation.mcp_tokens.exchange import RESPONSE_KINDS, Exchange, Side
 from opentelemetry.instrumentation.mcp_tokens.pipeline import Pipeline
+from opentelemetry.instrumentation.mcp_tokens.scope import BudgetRef
 from opentelemetry.trace import Link, Span, SpanKind, Tracer
 from opentelemetry.util.types import AttributeValue
 

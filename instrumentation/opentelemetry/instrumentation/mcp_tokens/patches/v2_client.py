@@ -29,8 +29,9 @@ from weakref import WeakKeyDictionary
 
 from opentelemetry import trace
 from opentelemetry.instrumentation.mcp_tokens import semconv
-from opentelemetry.instrumentation.mcp_tokens.exchange import BudgetRef, Exchange, Side
+from opentelemetry.instrumentation.mcp_tokens.exchange import Exchange, Side
 from opentelemetry.instrumentation.mcp_tokens.pipeline import Pipeline
+from opentelemetry.instrumentation.mcp_tokens.scope import BudgetRef
 from opentelemetry.trace import Span, SpanKind, Tracer
 from opentelemetry.util.types import AttributeValue
 

@@ -33,8 +33,9 @@ from weakref import WeakKeyDictionary
 
 from opentelemetry import context as otel_context
 from opentelemetry.instrumentation.mcp_tokens import semconv
-from opentelemetry.instrumentation.mcp_tokens.exchange import BudgetRef, Exchange, Side
+from opentelemetry.instrumentation.mcp_tokens.exchange import Exchange, Side
 from opentelemetry.instrumentation.mcp_tokens.pipeline import Pipeline
+from opentelemetry.instrumentation.mcp_tokens.scope import BudgetRef
 from opentelemetry.trace import Link, SpanKind, get_current_span
 from opentelemetry.util.types import AttributeValue
 
