@@ -26,10 +26,10 @@ from urllib.parse import urlsplit, urlunsplit
 from opentelemetry.exporter.mcp_tokens.report import layout
 from opentelemetry.exporter.mcp_tokens.report.model import OperationRow, Report, build_report
 from opentelemetry.exporter.mcp_tokens.report.prometheus import snapshot_from_text
+from opentelemetry.exporter.mcp_tokens.textformat import number, percent, printable
 
 from .connect import Target
 from .errors import CliError, ExitCode
-from .texts import printable
 
 DEFAULT_MAX_BYTES = 32 * 1024 * 1024
 DEFAULT_ROWS = 20
@@ -252,7 +252,7 @@ def _cells(frame: Frame, row: OperationRow) -> tuple[str, ...]:
         row.target or "-",
         _rate(rate[0]) if rate else "—",
         f"{row.calls:,}",
-        layout.number(row.response_tokens),
+        number(row.response_tokens),
         layout.max_cell(row),
         layout.risk_cell(row),
         f"{row.overhead_ratio:.1%}" if row.overhead_tokens else "—",
@@ -272,8 +272,8 @@ def _budget_lines(report: Report, limit: int) -> list[str]:
         )
         lines.append(
             f"budget {budget.side} {budget.server or '?'}: {budget.observations:,} observations, "
-            f"peak ≤{layout.share(budget.peak)}, p95≈{layout.share(budget.p95)}, "
-            f"mean {layout.share(budget.mean)}"
+            f"peak ≤{percent(budget.peak)}, p95≈{percent(budget.p95)}, "
+            f"mean {percent(budget.mean)}"
             f"; scopes crossing: {crossings or 'none'}"
         )
     return lines

@@ -6,9 +6,10 @@ Every table is cut at `max_rows` rows; the JSON report always has every row.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 from dataclasses import dataclass
+
+from opentelemetry.exporter.mcp_tokens.textformat import approx, number, percent, seconds
 
 from .model import RISK_ORDER, OperationRow, Report
 
@@ -29,24 +30,6 @@ class Table:
     empty: str = "none"
 
 
-def number(value: float | None, digits: int = 0) -> str:
-    if value is None or math.isnan(value):
-        return "—"
-    if math.isinf(value):
-        return "+Inf"
-    return f"{value:,.{digits}f}"
-
-
-def approx(value: float | None) -> str:
-    return "—" if value is None else "≈" + number(value)
-
-
-def share(value: float | None) -> str:
-    if value is None or math.isnan(value):
-        return "—"
-    return "+Inf" if math.isinf(value) else f"{value:.1%}"
-
-
 def risk_cell(row: OperationRow) -> str:
     return " · ".join(f"{tier} {row.risk[tier]:,}" for tier in RISK_ORDER if row.risk.get(tier)) or "—"
 
@@ -60,12 +43,6 @@ def overhead_cell(row: OperationRow) -> str:
 
 def padding_cell(row: OperationRow) -> str:
     return ", ".join(f"{reason} {count:,}" for reason, count in sorted(row.padding.items()) if count) or "—"
-
-
-def seconds(value: float | None) -> str:
-    if value is None or not math.isfinite(value):
-        return "—"
-    return f"{value * 1000:,.1f} ms" if value < 1 else f"{value:,.2f} s"
 
 
 def max_cell(row: OperationRow) -> str:
@@ -192,15 +169,16 @@ def _budgets(report: Report, max_rows: int) -> Table:
         crossings = ", ".join(
             f"{level} {count:,}" for (side, level), count in report.crossings.items() if side == budget.side
         )
-        peak = share(budget.peak) if budget.peak_is_exact or budget.peak is None else "≤" + share(budget.peak)
+        exact = budget.peak_is_exact or budget.peak is None
+        peak = percent(budget.peak) if exact else "≤" + percent(budget.peak)
         rows.append(
             (
                 budget.side,
                 budget.server or "?",
                 f"{budget.observations:,}",
                 peak,
-                "≈" + share(budget.p95) if budget.p95 is not None else "—",
-                share(budget.mean),
+                "≈" + percent(budget.p95) if budget.p95 is not None else "—",
+                percent(budget.mean),
                 crossings or "—",
             )
         )

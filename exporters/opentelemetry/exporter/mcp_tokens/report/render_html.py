@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import html
 
-from opentelemetry.exporter.mcp_tokens.cli.texts import printable
+from opentelemetry.exporter.mcp_tokens.textformat import printable
 
 from . import layout
 from .model import Report
