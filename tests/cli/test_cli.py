@@ -12,6 +12,7 @@ from opentelemetry.instrumentation.mcp_tokens.engine.blocks import TOOL_DEFINITI
 
 from tests.cli import listings
 from tests.cli.conftest import CliRunner, check_snapshot, fixture_server
+from tests.structure_expected import structure_tokens
 
 
 def compact(value: object) -> str:
@@ -86,6 +87,7 @@ def test_measured_call_matches_hand_computation(run_cli: CliRunner, o200k: Any) 
     assert call["overhead"] == {
         "duplicate": len(count(compact(structured))),  # structuredContent repeats the text block
         "formatting": len(count(text)) - len(count(compact(json.loads(text)))),  # the indentation
+        "structure": structure_tokens(json.loads(text), len(count(text)), lambda t: len(count(t))),
     }
     assert (call["blocks"], call["risk"], call["is_error"], call["arguments"]) == (
         2,
