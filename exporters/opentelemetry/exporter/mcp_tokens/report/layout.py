@@ -11,6 +11,7 @@ from dataclasses import dataclass
 
 from opentelemetry.exporter.mcp_tokens.textformat import approx, number, percent, seconds
 
+from .economics import server_costs, tool_calls
 from .model import RISK_ORDER, OperationRow, Report
 
 ESTIMATE_NOTE = (
@@ -63,11 +64,17 @@ def headline(report: Report) -> list[str]:
             f"{number(totals.request_tokens)} request tokens · {number(totals.overhead_tokens)} overhead · "
             f"{totals.padding:,} padding findings · {number(totals.definition_tokens)} definition tokens"
         )
+    for unused in report.unused:
+        lines.append(f"{unused_title(unused.side, unused.server)}: {unused.summary()}")
     if not report.totals:
         lines.append("No MCP operation was analysed in this run.")
     if report.dropped_series:
         lines.append(f"{report.dropped_series:,} series over the report's limit were left out.")
     return lines
+
+
+def unused_title(side: str, server: str) -> str:
+    return f"Tools listed but never called ({side}, {server or '?'})"
 
 
 def verdict_lines(report: Report) -> list[str]:
@@ -94,6 +101,8 @@ def tables(report: Report, max_rows: int) -> list[Table]:
         *_operations(report, max_rows),
         _budgets(report, max_rows),
         _definitions(report, max_rows),
+        _unused(report, max_rows),
+        *_money(report, max_rows),
         _costs(report, max_rows),
     ]
 
@@ -198,20 +207,86 @@ def _definitions(report: Report, max_rows: int) -> Table:
     totals: dict[tuple[str, str], float] = {}
     for d in report.definitions:
         totals[(d.side, d.server)] = totals.get((d.side, d.server), 0.0) + d.tokens
-    rows = [
-        (d.side, d.server or "?", d.tool, number(d.tokens), number(totals[(d.side, d.server)]))
-        for d in report.definitions
-    ]
+    calls = tool_calls(report.rows)
+    rows = []
+    for d in report.definitions:
+        called = calls.get((d.side, d.server, d.tool), 0)
+        per_call = number(d.tokens / called) if called else "never called"
+        total = number(totals[d.side, d.server])
+        rows.append((d.side, d.server or "?", d.tool, number(d.tokens), total, f"{called:,}", per_call))
     shown, omitted = _cut(rows, max_rows)
     return Table(
         "Tool definition tokens (latest listing)",
-        ("Side", "Server", "Tool", "Tokens", "Server total"),
+        ("Side", "Server", "Tool", "Tokens", "Server total", "Calls", "Tokens per call"),
         shown,
-        numeric=frozenset({3, 4}),
+        numeric=frozenset({3, 4, 5, 6}),
         names=frozenset({1, 2}),
         omitted=omitted,
         empty="No tools/list was analysed.",
     )
+
+
+def _unused(report: Report, max_rows: int) -> Table:
+    rows = [
+        (
+            u.side,
+            u.server or "?",
+            f"{len(u.never_called):,} of {u.listed:,}",
+            f"{number(u.never_called_tokens)} of {number(u.definition_tokens)}",
+            percent(u.never_called_share),
+            ", ".join(t.tool for t in u.never_called) or "—",
+        )
+        for u in report.unused
+    ]
+    shown, omitted = _cut(rows, max_rows)
+    return Table(
+        "Tools listed but never called (definition tax that bought nothing)",
+        ("Side", "Server", "Never called", "Their definition tokens", "Share", "Tools"),
+        shown,
+        numeric=frozenset({2, 3, 4}),
+        names=frozenset({1, 5}),
+        omitted=omitted,
+        empty="No tools/list was analysed.",
+    )
+
+
+def _money(report: Report, max_rows: int) -> list[Table]:
+    price = report.price
+    if price is None:
+        return []
+    rows = [
+        (
+            c.side,
+            c.server or "?",
+            number(c.response_tokens),
+            price.text(c.response_tokens),
+            number(c.definition_tokens),
+            price.text(c.definition_tokens),
+            price.text(c.never_called_tokens),
+        )
+        for c in server_costs(report.rows, report.unused)
+    ]
+    shown, omitted = _cut(rows, max_rows)
+    rate = f"{price.per_mtok:g} {price.currency}".strip()
+    return [
+        Table(
+            f"Cost as model input at {rate} per million tokens",
+            (
+                "Side",
+                "Server",
+                "Response tokens",
+                "Responses cost",
+                "Definition tokens",
+                "Definitions per conversation",
+                "Never-called per conversation",
+            ),
+            shown,
+            numeric=frozenset({2, 3, 4, 5, 6}),
+            names=frozenset({1}),
+            omitted=omitted,
+            empty="No MCP traffic to price.",
+        )
+    ]
 
 
 def _costs(report: Report, max_rows: int) -> Table:
