@@ -12,6 +12,8 @@ from opentelemetry.exporter.mcp_tokens.cli import top
 from opentelemetry.exporter.mcp_tokens.cli.errors import CliError, ExitCode
 from opentelemetry.exporter.mcp_tokens.report.prometheus import snapshot_from_text
 
+from tests.unit.test_report_economics import exposition
+
 from .conftest import CliRunner
 
 LABELS = (
@@ -189,9 +191,9 @@ def test_credentials_become_a_basic_authorization_header() -> None:
 
 
 def test_once_shows_tools_never_called_and_cost_at_a_price(
-    run_cli: CliRunner, endpoint: Callable[..., Endpoint]
+    run_cli: CliRunner, endpoint: Callable[..., Endpoint], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from tests.unit.test_report_economics import exposition
+    monkeypatch.setenv("COLUMNS", "180")  # the cost column needs a wider terminal than the suite's
 
     server = endpoint([(200, exposition(side="server").encode())])
     run = run_cli("top", "--once", "--price-per-mtok", "3", "--currency", "EUR", server.url)
@@ -211,8 +213,6 @@ def test_once_shows_tools_never_called_and_cost_at_a_price(
 def test_price_comes_from_the_report_setting_when_no_flag_is_given(
     run_cli: CliRunner, endpoint: Callable[..., Endpoint], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from tests.unit.test_report_economics import exposition
-
     monkeypatch.setenv("OTEL_EXPORTER_MCP_TOKENS_REPORT_PRICE_PER_MTOK", "3")
     run = run_cli("top", "--once", endpoint([(200, exposition().encode())]).url)
     assert "at 3 USD per million input tokens" in " ".join(run.out.split())

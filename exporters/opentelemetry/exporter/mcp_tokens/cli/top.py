@@ -234,7 +234,7 @@ def view(frame: Frame, options: TopOptions, describe: str) -> Any:
             justify="right" if 4 <= index <= 7 or index == len(_HEADERS) else "left",
             overflow="fold",
             no_wrap=index in _NO_WRAP or index == len(_HEADERS),
-            min_width=min(24, longest) if index in (1, 3) else None,
+            min_width=min(24, longest) if index in (1, 3) else longest if index == len(_HEADERS) else None,
         )
     for row in cells:
         table.add_row(*(Text(printable(cell)) for cell in row))
