@@ -121,6 +121,7 @@ def build_parser() -> argparse.ArgumentParser:
         choices=[tier.value for tier in RiskTier],
         help="exit 1 when any tool's worst case (or measured call) is at or above this risk tier",
     )
+    options.add_host_cap(profile)
     profile.set_defaults(handler=_run_profile)
 
     lock = commands.add_parser(

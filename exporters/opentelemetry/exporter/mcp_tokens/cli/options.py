@@ -23,6 +23,7 @@ from opentelemetry.instrumentation.mcp_tokens.engine.tokenizer import BUNDLED
 from .connect import Limits, Target, ToolCall, Transport
 from .errors import CliError, ExitCode
 from .profile import Settings
+from .rules import DEFAULT_HOST_CAP
 from .static import Assumptions
 
 BUNDLED_ENCODINGS = tuple(sorted(BUNDLED))
@@ -151,6 +152,17 @@ def add_analysis(parser: argparse.ArgumentParser) -> None:
     )
 
 
+def add_host_cap(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--host-cap",
+        type=positive(int),
+        default=DEFAULT_HOST_CAP,
+        metavar="TOKENS",
+        help="flag tools whose worst case (or measured call) exceeds the result cap a host enforces "
+        "(default: %(default)s, Claude Code's MAX_MCP_OUTPUT_TOKENS)",
+    )
+
+
 def add_output(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--format",
@@ -167,7 +179,8 @@ def settings(args: argparse.Namespace) -> Settings:
         unbounded_string_chars=args.assume_string_chars,
         text_copy=not args.no_text_copy,
     )
-    return Settings(args.encoding, args.risk_thresholds, assumptions, args.context_window)
+    host_cap = getattr(args, "host_cap", DEFAULT_HOST_CAP)  # only `profile` takes --host-cap
+    return Settings(args.encoding, args.risk_thresholds, assumptions, args.context_window, host_cap)
 
 
 def limits(args: argparse.Namespace) -> Limits:
