@@ -212,3 +212,15 @@ def test_wide_and_deep_values_visit_a_bounded_number_of_nodes(counter: TokenCoun
         node.append(child)
         node = child
     assert structure.record_arrays(deep) == []
+
+
+def test_records_too_deep_to_re_encode_leave_the_rest_of_the_analysis_alone(analyzer: Analyzer) -> None:
+    deep: object = "leaf"
+    for _ in range(5_000):
+        deep = [deep]
+    records = [{"id": i, "tree": deep} for i in range(4)]
+    analysis = analyzer.analyze(
+        PayloadKind.TOOL_RESULT, {"content": [], "structuredContent": {"rows": records}}
+    )
+    assert analysis.encoding != "estimate" and analysis.error is None
+    assert "structure" not in {kind.value for kind, _ in analysis.overhead}

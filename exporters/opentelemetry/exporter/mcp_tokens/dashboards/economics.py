@@ -79,10 +79,16 @@ def count_per_server(tools: str) -> str:
     return f"count by ({_on(SERVER_LABELS)}) ({tools})"
 
 
+def per_server_or_zero(aggregate: str, tools: str, listed: str, keep: Sequence[str] = SERVER_LABELS) -> str:
+    """`aggregate` (sum, count) of `tools` per server, 0 for a listed server that has none
+    (an aggregation over nothing is absent, which a panel shows as "no data")."""
+    by = f"{aggregate} by ({_on(keep)})"
+    return f"({by} ({tools})\nor 0 * {by} ({listed}))"
+
+
 def share_of_listing(unused: str, listed: str) -> str:
     """Never-called tokens over listed tokens per server; 0 (not absent) when every tool was called."""
-    total = sum_by(SERVER_LABELS, listed)
-    return f"({sum_by(SERVER_LABELS, unused)}\nor 0 * {total})\n/ {total}"
+    return f"{per_server_or_zero('sum', unused, listed)}\n/ {sum_by(SERVER_LABELS, listed)}"
 
 
 def cap_bucket(host_cap: int) -> int:
@@ -186,16 +192,14 @@ def _unused_panels() -> tuple[Panel, ...]:
             kind="stat",
             unit="short",
             targets=(
+                Target(count_per_server(listed), legend=f"listed: {by_server}", instant=True),
                 Target(
-                    f"count by ({_on(SERVER_LABELS)}) ({listed})", legend=f"listed: {by_server}", instant=True
-                ),
-                Target(
-                    f"count by ({_on(SERVER_LABELS)}) ({called(listed, calls)})",
+                    per_server_or_zero("count", called(listed, calls), listed),
                     legend=f"called: {by_server}",
                     instant=True,
                 ),
                 Target(
-                    f"count by ({_on(SERVER_LABELS)}) ({unused})",
+                    per_server_or_zero("count", unused, listed),
                     legend=f"never called: {by_server}",
                     instant=True,
                 ),
@@ -304,7 +308,7 @@ def _cost_panels() -> tuple[Panel, ...]:
                     instant=True,
                 ),
                 Target(
-                    f"{sum_by(per_server, unused)} * {_PRICE}",
+                    f"{per_server_or_zero('sum', unused, listed, per_server)} * {_PRICE}",
                     legend="never called: {{mcp_tokens_server_name}} ({{mcp_tokens_side}})",
                     instant=True,
                 ),

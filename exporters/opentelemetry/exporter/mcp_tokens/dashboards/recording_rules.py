@@ -17,6 +17,7 @@ from .economics import (
     count_per_server,
     listed_tools,
     never_called,
+    per_server_or_zero,
     share_of_listing,
 )
 from .economics import tool_calls as calls_per_tool
@@ -159,13 +160,13 @@ def economics_rules() -> tuple[RecordingRule, ...]:
             keep=SERVER_LABELS,
             metric=names.TOOL_DEFINITION,
             operations=f"called_count{UNUSED_WINDOW}",
-            expr=count_per_server(called(listed.record, calls.record)),
+            expr=per_server_or_zero("count", called(listed.record, calls.record), listed.record),
         ),
         RecordingRule(
             keep=SERVER_LABELS,
             metric=names.TOOL_DEFINITION,
             operations=f"never_called_sum{UNUSED_WINDOW}",
-            expr=sum_by(SERVER_LABELS, unused.record),
+            expr=per_server_or_zero("sum", unused.record, listed.record),
         ),
         RecordingRule(
             keep=SERVER_LABELS,

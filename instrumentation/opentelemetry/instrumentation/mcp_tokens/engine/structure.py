@@ -74,7 +74,12 @@ def find_structure_overhead(
             found.append(0)
             continue
         formatting = other.tokens if other is not None and other.kind is OverheadKind.FORMATTING else 0
-        found.append(structure_tokens(block, block_tokens, block_tokens - formatting, count))
+        try:
+            found.append(structure_tokens(block, block_tokens, block_tokens - formatting, count))
+        except (RecursionError, ValueError, TypeError):
+            # A record too deeply nested (or too odd) to re-encode: no structure finding; the
+            # block's count and its other overhead stand.
+            found.append(0)
     return found
 
 
