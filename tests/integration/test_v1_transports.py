@@ -277,7 +277,11 @@ def test_overhead_and_padding_metrics(case: CaseResult, expected: Expected) -> N
         }
         pretty = payloads.pretty_json_text(20)
         structured = payloads.structured_content(10)
+        records = payloads.records_json(20)
         assert overhead == {
+            ("records", "structure"): expected.structure_overhead(
+                json.loads(records), expected.text(records)
+            ),
             ("pretty_json", "formatting"): expected.formatting_overhead(pretty),
             ("pretty_json", "structure"): expected.structure_overhead(
                 json.loads(pretty), expected.text(pretty)
