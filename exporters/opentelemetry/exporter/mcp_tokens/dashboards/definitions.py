@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from . import names
+from .economics import ECONOMICS_UID, HOST_CAP_PANEL, over_host_cap
 from .promql import eq, events, number, rate, series, sum_by
 from .queries import (
     EXPECTED_SKIP_REASONS,
@@ -198,20 +199,28 @@ def alerts(settings: GeneratorSettings) -> tuple[AlertDefinition, ...]:
                 "{{ $value | humanizePercentage }} of the response tokens of "
                 "{{ $labels.mcp_method_name }} {{ $labels.gen_ai_tool_name }} on MCP server "
                 "{{ $labels.mcp_tokens_server_name }} ({{ $labels.mcp_tokens_side }} side, job "
-                f"{{{{ $labels.job }}}}) carry no data (indentation, duplicated content), over the last "
+                f"{{{{ $labels.job }}}}) carry no data (indentation, duplicated content, keys repeated "
+                "in every record), over the last "
                 f"{t.overhead_window}; the threshold is {_percent(settings.overhead_share)}."
             ),
             meaning=(
                 "Overhead tokens are tokens the model reads without learning anything: JSON "
-                "indentation and spacing, and the same object sent twice (as structuredContent and "
-                "again as text). They cost context and money exactly like data."
+                "indentation and spacing, the same object sent twice (as structuredContent and "
+                "again as text), and the same keys spelled out in every record of an array. They "
+                "cost context and money exactly like data."
             ),
             confirm=(
                 "*MCP tokens / Tool drill-down*, *Overhead by kind*: `formatting` means "
                 "pretty-printed JSON, `duplicate` means structuredContent repeated as text, "
-                "`marked` means content the operator marked as overhead."
+                "`structure` means arrays of records that repeat their keys (a table of a header "
+                "and rows would not), `marked` means content the operator marked as overhead."
             ),
-            actions=(_SHRINK_ACTIONS[2], _SHRINK_ACTIONS[4]),
+            actions=(
+                _SHRINK_ACTIONS[2],
+                _SHRINK_ACTIONS[4],
+                "Return lists of records as a table: the column names once, then one array of values "
+                "per record (or CSV), instead of an object per record.",
+            ),
             dashboard_uid="mcp-tokens-tool",
             panel_title="Overhead by kind",
         ),
@@ -353,6 +362,41 @@ def alerts(settings: GeneratorSettings) -> tuple[AlertDefinition, ...]:
             ),
             dashboard_uid="mcp-tokens-budget",
             panel_title="Tool definition tax versus the context window",
+        ),
+        AlertDefinition(
+            name="McpToolResponsesOverHostCap",
+            severity="warning",
+            query=over_host_cap(settings.host_cap, t.event_window),
+            comparison=">",
+            threshold=0,
+            for_=t.for_("1m"),
+            summary="An MCP tool returns results larger than hosts accept.",
+            description=(
+                f"{_VALUE_TOKENS} response(s) of {_WHERE_TOOL} were over {settings.host_cap} tokens in "
+                f"the last {t.event_window}: hosts with a {settings.host_cap}-token result cap refuse them."
+            ),
+            meaning=(
+                f"Hosts cap the size of a tool result they pass to the model: Claude Code refuses a "
+                f"result over MAX_MCP_OUTPUT_TOKENS (25,000 tokens by default) and the agent sees an "
+                f"error instead of the data. This tool returned results over {settings.host_cap} tokens "
+                "(the generator's `--host-cap`): on such hosts those calls failed, however good the data."
+            ),
+            confirm=(
+                f"*MCP tokens / Tool economics*, *{HOST_CAP_PANEL}* lists the tools and how many "
+                "responses; *MCP tokens / Tool drill-down*, *Response tokens (p50, p95, p99)* shows "
+                "their size over time. The payload histogram has a bucket at 25,000 tokens, so the "
+                "count is exact for that cap."
+            ),
+            actions=(
+                "Paginate: return a page with a cursor (or a `limit`/`offset` argument) and let the "
+                "agent ask for more.",
+                "Cap results in the server with the guard: run it with "
+                "OTEL_INSTRUMENTATION_MCP_TOKENS_GUARD=truncate (cut a result at the per-result token "
+                "limit, with a notice) or =reject (return an error the agent can act on).",
+                *_SHRINK_ACTIONS[1:4],
+            ),
+            dashboard_uid=ECONOMICS_UID,
+            panel_title=HOST_CAP_PANEL,
         ),
         AlertDefinition(
             name="McpTokensAnalysisSkipped",
