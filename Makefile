@@ -57,8 +57,9 @@ unit-mcp1: $(STAMP1)
 
 test: lint typecheck unit unit-mcp1
 
-# Every benchmark, each writing its table into docs/performance.md (`make bench PERF_DOC=`
-# leaves the file alone); fails at the end when a benchmark missed its bound.
+# Every benchmark, each writing its table into docs/performance.md, then the README's summary
+# of them (`make bench PERF_DOC=` leaves both alone); fails at the end when a benchmark
+# missed its bound.
 PERF_DOC ?= docs/performance.md
 MARKDOWN = $(if $(PERF_DOC),--markdown $(PERF_DOC))
 BENCHES := "engine" "engine_bounds" "startup" "worker_cost" "loop_stall --full" \
@@ -69,6 +70,7 @@ bench: $(STAMP)
 		echo "== python -m tests.bench.$$run"; \
 		$(PY) -m tests.bench.$$run $(MARKDOWN) || missed="$$missed, $$run"; \
 	done; \
+	if [ -n "$(PERF_DOC)" ]; then $(PY) -m tests.bench.summary --performance $(PERF_DOC); fi; \
 	if [ -n "$$missed" ]; then echo "missed a bound or failed: $${missed#, }"; exit 1; fi
 
 # How late an event loop wakes up while the analysis worker runs, per payload kind (1 KB to 20 MB).
