@@ -13,7 +13,7 @@ import math
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from opentelemetry.exporter.mcp_tokens.textformat import number, percent, printable
+from opentelemetry.exporter.mcp_tokens.textformat import number, percent, plural, printable
 
 from .economics import RESPONSE_METHODS
 from .model import BudgetRow, OperationRow, Report
@@ -87,7 +87,8 @@ def _response_chart(rows: Iterable[OperationRow]) -> str:
 
 
 def _response_text(row: OperationRow) -> str:
-    return f"{number(row.response_tokens)} tokens · {row.calls:,} calls · worst {row.worst_risk or '?'}"
+    calls = plural(row.calls, "call")
+    return f"{number(row.response_tokens)} tokens · {calls} · worst {row.worst_risk or '?'}"
 
 
 def _definition_chart(report: Report) -> str:
