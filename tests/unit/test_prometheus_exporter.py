@@ -346,7 +346,7 @@ def test_a_worker_sleeps_until_a_scrape_and_its_counts_outlive_it(exporter_env: 
         (thread,) = [thread for thread in threading.enumerate() if thread.name == "mcp-tokens-prometheus"]
         task = PROC / str(thread.native_id)
         worker_provider.get_meter("worker").create_counter("mcp_tokens.things").add(4)
-        want = {("mcp_tokens_things_total", ()): 4.0}
+        want: Want = {("mcp_tokens_things_total", ()): 4.0}
         assert scraped_until(port, want) == want
         before = context_switches(task)
         time.sleep(1.0)
@@ -388,7 +388,7 @@ def test_a_forked_server_serves_every_workers_series_once(exporter_env: Path, me
     ) as app:
         try:
             port, worker_pid = read_started(app)
-            want = {
+            want: Want = {
                 ("mcp_tokens_things_total", ()): float(fork_app.BEFORE_FORK + sum(fork_app.WORKER_ADDS)),
                 ("mcp_tokens_size_count", ()): 3.0,
                 ("mcp_tokens_size_sum", ()): 56.0,
