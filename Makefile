@@ -15,7 +15,7 @@ STAMP1 := $(VENV1)/.installed
 
 PYTEST_ARGS ?=
 
-.PHONY: all install install-mcp1 demo test lint typecheck unit unit-mcp1 bench bench-instrumented bench-loop-stall clean
+.PHONY: all install install-mcp1 demo test lint typecheck unit unit-mcp1 bench bench-instrumented bench-loop-stall bench-startup clean
 
 all: test
 
@@ -57,20 +57,33 @@ unit-mcp1: $(STAMP1)
 
 test: lint typecheck unit unit-mcp1
 
-bench: $(STAMP) bench-loop-stall bench-instrumented
-	$(PY) -m tests.bench.engine
-	$(PY) -m tests.bench.worker_cost
-	$(PY) -m tests.bench.page_faults --transport stdio
-	$(PY) -m tests.bench.page_faults --transport memory
-	$(PY) -m tests.bench.exporters
+# Every benchmark, each writing its table into docs/performance.md, then the README's summary
+# of them (`make bench PERF_DOC=` leaves both alone); fails at the end when a benchmark
+# missed its bound.
+PERF_DOC ?= docs/performance.md
+MARKDOWN = $(if $(PERF_DOC),--markdown $(PERF_DOC))
+BENCHES := "engine" "engine_bounds" "startup" "worker_cost" "loop_stall --full" \
+	"page_faults --transport stdio" "page_faults --transport memory" "exporters" "guard" "instrumented"
+
+bench: $(STAMP)
+	@missed=""; for run in $(BENCHES); do \
+		echo "== python -m tests.bench.$$run"; \
+		$(PY) -m tests.bench.$$run $(MARKDOWN) || missed="$$missed, $$run"; \
+	done; \
+	if [ -n "$(PERF_DOC)" ]; then $(PY) -m tests.bench.summary --performance $(PERF_DOC); fi; \
+	if [ -n "$$missed" ]; then echo "missed a bound or failed: $${missed#, }"; exit 1; fi
 
 # How late an event loop wakes up while the analysis worker runs, per payload kind (1 KB to 20 MB).
 bench-loop-stall: $(STAMP)
-	$(PY) -m tests.bench.loop_stall --full
+	$(PY) -m tests.bench.loop_stall --full $(MARKDOWN)
 
 # Tool-call latency with and without the instrumentation (stdio and in-memory, 1 KB to 20 MB).
 bench-instrumented: $(STAMP)
-	$(PY) -m tests.bench.instrumented
+	$(PY) -m tests.bench.instrumented $(MARKDOWN)
+
+# What instrument() adds to a process's start (CPU time, alternating runs).
+bench-startup: $(STAMP)
+	$(PY) -m tests.bench.startup $(MARKDOWN)
 
 clean:
 	rm -rf $(VENV) $(VENV1) .mypy_cache .ruff_cache .pytest_cache build dist

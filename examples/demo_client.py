@@ -143,7 +143,7 @@ def drain_instrumentation(timeout_s: float = DRAIN_TIMEOUT_S) -> bool | None:
     pipeline = McpTokensInstrumentor().pipeline  # the instrumentor is a singleton
     if pipeline is None:
         return None
-    return bool(pipeline.worker.drain(timeout_s))
+    return bool(pipeline.force_flush(timeout_s))
 
 
 def stdin_closed_within(timeout_s: float) -> bool:

@@ -34,6 +34,7 @@ from opentelemetry.instrumentation.mcp_tokens.engine.tokenizer import (
     load_tokenizer,
 )
 
+from tests.bench._doc import add_markdown_option, table, write_section
 from tests.bench._timing import best_cpu_seconds_each
 from tests.corpora.padding import throughput_inputs
 
@@ -99,8 +100,13 @@ def repeats_for(size: int) -> int:
     return 200 if size <= 1_000 else 40 if size <= 50_000 else 9 if size <= 1_000_000 else 3
 
 
-def measure_counting(label: str, text: str, encoding: Any, counter: TokenCounter) -> list[str]:
-    """Print one row of the counting table; return the bounds it breaks."""
+Row = list[str]
+
+
+def measure_counting(
+    label: str, text: str, encoding: Any, counter: TokenCounter, rows: list[Row]
+) -> list[str]:
+    """Print one row of the counting table (and add its rows to `rows`); return the bounds it breaks."""
     tokens = counter.count(text).tokens
     if tokens != len(encoding.encode_ordinary(text)):
         return [f"counting {label}: count differs from tiktoken"]
@@ -110,6 +116,22 @@ def measure_counting(label: str, text: str, encoding: Any, counter: TokenCounter
     padding = median_time(lambda: detect_padding(text, tokens=tokens, content_type=kind), repeat)
     ratio, share = ours / raw, padding / ours
     print(f"{label:>8} {raw * 1e3:9.3f} {ours * 1e3:9.3f} {ratio:6.2f} {padding * 1e3:12.3f} {share:7.1%}")
+    rows.append(
+        [
+            f"exact count / tiktoken, {label} JSON",
+            f"{ours * 1e3:.3f} / {raw * 1e3:.3f} ms = {ratio:.2f}x",
+            f"<= {COUNT_BOUND}x",
+            _ok(ratio <= COUNT_BOUND),
+        ]
+    )
+    rows.append(
+        [
+            f"padding analysis on top, {label} JSON",
+            f"{padding * 1e3:.3f} ms = {share:.1%}",
+            f"<= {PADDING_BOUND:.0%}",
+            _ok(share <= PADDING_BOUND),
+        ]
+    )
     failures = []
     if ratio > COUNT_BOUND:
         failures.append(f"counting {label}: {ratio:.2f}x > {COUNT_BOUND}x")
@@ -118,7 +140,11 @@ def measure_counting(label: str, text: str, encoding: Any, counter: TokenCounter
     return failures
 
 
-def measure_padding_throughput(repeat: int) -> list[str]:
+def _ok(held: bool) -> str:
+    return "ok" if held else "MISSED"
+
+
+def measure_padding_throughput(repeat: int, rows: list[Row]) -> list[str]:
     """Print padding detection's rate per input type; return the bounds it breaks."""
     inputs = throughput_inputs()
     texts = list(inputs.values())
@@ -131,6 +157,14 @@ def measure_padding_throughput(repeat: int) -> list[str]:
         megabytes = len(text.encode("utf-8", "surrogatepass")) / 1e6
         rate = megabytes / cpu
         print(f"  {name:<22} {megabytes:5.2f} MB {rate:6.0f} MB/s")
+        rows.append(
+            [
+                f"padding detection alone, {name} ({megabytes:.2f} MB)",
+                f"{rate:.0f} MB/s",
+                f">= {PADDING_MIN_MB_PER_S:.0f} MB/s",
+                _ok(rate >= PADDING_MIN_MB_PER_S),
+            ]
+        )
         if rate < PADDING_MIN_MB_PER_S:
             failures.append(f"padding {name}: {rate:.0f} MB/s < {PADDING_MIN_MB_PER_S:.0f} MB/s")
     return failures
@@ -140,18 +174,20 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--encoding", default="o200k_base", choices=["o200k_base", "cl100k_base"])
     parser.add_argument("--skip-20mb", action="store_true", help="leave out the 20 MB case (quick runs)")
+    add_markdown_option(parser)
     args = parser.parse_args(argv)
 
     encoding = load_bundled_encoding(args.encoding)
     # The cache is switched off for the ratio so each repetition really counts.
     counter = TokenCounter(load_tokenizer(TokenizerSpec(args.encoding)), cache_entries=0)
     failures: list[str] = []
+    rows: list[Row] = []
 
     print(f"mcp-tokens engine benchmark ({args.encoding}); medians of interleaved runs\n")
     print(f"{'payload':>8} {'raw ms':>9} {'ours ms':>9} {'ratio':>6} {'+padding ms':>12} {'share':>7}")
     for label, size in SIZES.items():
         if not (args.skip_20mb and size > 1_000_000):
-            failures += measure_counting(label, json_payload(size), encoding, counter)
+            failures += measure_counting(label, json_payload(size), encoding, counter, rows)
 
     print("\npathological 1 MB inputs (count + padding analysis)")
     for label, text in {"'a' x 1M": "a" * 1_000_000, "U+200B x 1M": "\u200b" * 1_000_000}.items():
@@ -161,10 +197,18 @@ def main(argv: list[str] | None = None) -> int:
         elapsed = time.perf_counter() - start
         reasons = ",".join(sorted({f.reason.value for f in findings})) or "none"
         print(f"  {label:<12} {elapsed:6.3f} s  {tokens:>8} tokens  findings: {reasons}")
+        rows.append(
+            [
+                f"count + padding analysis, {label}",
+                f"{elapsed:.3f} s ({reasons})",
+                f"< {PATHOLOGICAL_BOUND_S:g} s",
+                _ok(elapsed < PATHOLOGICAL_BOUND_S),
+            ]
+        )
         if elapsed >= PATHOLOGICAL_BOUND_S:
             failures.append(f"{label}: {elapsed:.2f} s >= {PATHOLOGICAL_BOUND_S} s")
 
-    failures += measure_padding_throughput(repeat=7)
+    failures += measure_padding_throughput(7, rows)
 
     cached = TokenCounter(load_tokenizer(TokenizerSpec(args.encoding)))
     definition = json.dumps({"name": "search_issues", "description": "Search issues. " * 40})
@@ -176,6 +220,17 @@ def main(argv: list[str] | None = None) -> int:
     hit_ns = (time.perf_counter() - start) / hits * 1e9
     miss = median_time(lambda: encoding.encode_ordinary(definition), 200)
     print(f"\ncache hit, {len(definition)}-char tool definition: {hit_ns:.0f} ns (miss: {miss * 1e6:.1f} µs)")
+    rows.append(
+        [
+            f"count cache hit, {len(definition)}-char tool definition",
+            f"{hit_ns:.0f} ns (miss {miss * 1e6:.1f} µs)",
+            "",
+            "",
+        ]
+    )
+    if args.markdown:
+        rendered = table(["check", "measured", "bound", "ok"], rows, [False, True, True, False])
+        write_section(args.markdown, "engine", rendered, "tests.bench.engine", argv)
 
     if failures:
         print("\nBOUNDS NOT MET:\n  " + "\n  ".join(failures))

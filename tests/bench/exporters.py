@@ -44,6 +44,7 @@ from opentelemetry.sdk.metrics import MeterProvider
 from opentelemetry.sdk.resources import Resource
 from prometheus_client import CollectorRegistry, generate_latest
 
+from tests.bench._doc import add_markdown_option, table, write_section
 from tests.bench._timing import best_cpu_seconds_each
 
 REPO = Path(__file__).resolve().parents[2]
@@ -90,16 +91,21 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--max-latency-ratio", type=float, default=0.5)
     parser.add_argument("--short", action="store_true", help="200 series, 2 workers, 2 runs, 5 scrapes")
     parser.add_argument("--serve", choices=MECHANISMS, help=argparse.SUPPRESS)  # one server (a child)
+    add_markdown_option(parser)
     args = parser.parse_args(argv)
     if args.short:
         args.series, args.workers, args.repeat, args.scrapes, args.quiet_seconds = 200, 2, 2, 5, 0.5
     if args.serve:
         return serve(args.serve, args.workers, args.series)
-    cpu_costs(args)
-    return scrape_latency(args)
+    costs = cpu_costs(args)
+    within, latency = scrape_latency(args)
+    if args.markdown:
+        write_section(args.markdown, "exporters", f"{costs}\n\n{latency}", "tests.bench.exporters", argv)
+    return 0 if within else 1
 
 
-def cpu_costs(args: argparse.Namespace) -> None:
+def cpu_costs(args: argparse.Namespace) -> str:
+    """Prints the CPU costs; returns them as markdown."""
     registry, provider = recorded(args.series)
     _, values = flatten(registry.collect())
     with tempfile.TemporaryDirectory() as base:
@@ -152,6 +158,12 @@ def cpu_costs(args: argparse.Namespace) -> None:
         print(f"  {label:<40} {spent * 1000:8.2f}")
     compressed = len(snappy.compress(snapshot))
     print(f"  snappy: {len(snapshot) / seconds[4] / 1e6:.1f} MB/s, ratio {len(snapshot) / compressed:.1f}")
+    rows = [[label, f"{spent * 1000:.2f}"] for label, spent in zip(labels, seconds, strict=True)]
+    return (
+        f"{len(values)} samples, {args.workers} workers; snappy compresses "
+        f"{len(snapshot) / seconds[4] / 1e6:.1f} MB/s at a ratio of {len(snapshot) / compressed:.1f}.\n\n"
+        + table(["step", "CPU ms"], rows)
+    )
 
 
 # --- scrape latency and wake-ups: notified and polling workers, side by side ------------------
@@ -243,7 +255,9 @@ def wake_ups_per_second(pids: list[int], seconds: float) -> float | None:
     return (switches() - before) / seconds
 
 
-def scrape_latency(args: argparse.Namespace) -> int:
+def scrape_latency(args: argparse.Namespace) -> tuple[bool, str]:
+    """Prints the latencies and wake-ups; returns whether the ratio is within its bound, and the
+    results as markdown."""
     with ExitStack() as stack:
         servers = [stack.enter_context(running_server(mechanism, args)) for mechanism in MECHANISMS]
         for server in servers:
@@ -262,17 +276,23 @@ def scrape_latency(args: argparse.Namespace) -> int:
         }
     medians = {mechanism: statistics.median(seconds) for mechanism, seconds in latencies.items()}
     ratio = medians["notify"] / medians["poll"]
-    print(f"\nscrape of {args.workers} forked workers' series (median of {args.scrapes}, taking turns)")
-    for mechanism, label in (("notify", "workers notified"), ("poll", "workers polling")):
+    rows = []
+    for mechanism, label in (("notify", "notified (sockets)"), ("poll", "polling (fallback)")):
         workers, root = wake_ups[mechanism]
-        woken = (
-            ""
-            if workers is None or root is None
-            else f"   wake-ups/s between scrapes: workers {workers:5.1f}, root {root:4.1f}"
+        per_worker = "n/a" if workers is None else f"{workers / args.workers:.1f}"
+        rows.append(
+            [label, f"{medians[mechanism] * 1000:.2f}", per_worker, "n/a" if root is None else f"{root:.1f}"]
         )
-        print(f"  {label:<20} {medians[mechanism] * 1000:8.2f} ms{woken}")
-    print(f"  ratio notified/polling  {ratio:.3f} (at most {args.max_latency_ratio:g})")
-    return 0 if ratio <= args.max_latency_ratio else 1
+    header = ["workers", "median scrape ms", "wake-ups/s per worker", "wake-ups/s root"]
+    summary = (
+        f"Scrapes of {args.workers} forked workers' series, median of {args.scrapes} each, taking turns; "
+        f"wake-ups (context switches) counted over {args.quiet_seconds:g} s without a scrape. "
+        f"Ratio notified/polling {ratio:.3f} (bound {args.max_latency_ratio:g})."
+    )
+    print(f"\n{summary}")
+    for row in rows:
+        print(f"  {row[0]:<20} {row[1]:>9} ms   wake-ups/s: per worker {row[2]:>5}, root {row[3]:>5}")
+    return ratio <= args.max_latency_ratio, f"{summary}\n\n" + table(header, rows)
 
 
 def generate_latest_of(families: list[object]) -> bytes:

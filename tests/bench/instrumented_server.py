@@ -17,6 +17,7 @@
 
 from __future__ import annotations
 
+import importlib
 import itertools
 import json
 import logging
@@ -34,6 +35,8 @@ from opentelemetry.sdk.metrics import MeterProvider
 from opentelemetry.sdk.metrics.export import InMemoryMetricReader
 from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor, SpanExporter, SpanExportResult
+
+from ._compat import flush
 
 INSTRUMENT_ENV = "MCP_TOKENS_BENCH_INSTRUMENT"
 PAYLOAD_DIR_ENV = "MCP_TOKENS_BENCH_PAYLOADS"
@@ -113,6 +116,9 @@ class BenchTelemetry:
     def start(self) -> None:
         """Instrument with fresh metrics; return once the exact tokenizer is loaded."""
         self.exporter.clear()
+        # The MCP SDK first, as an MCP application has it: mcp-tokens installs its patches
+        # and its pipeline once the SDK is imported.
+        importlib.import_module("mcp")
         self._reader = InMemoryMetricReader()
         self._meter_provider = MeterProvider(metric_readers=[self._reader])
         self.instrumentor.instrument(
@@ -143,7 +149,7 @@ class BenchTelemetry:
         if self._reader is None or pipeline is None:
             return {"instrumented": False}
         started = time.perf_counter()
-        drained = pipeline.worker.drain(DRAIN_TIMEOUT_S)
+        drained = flush(pipeline, DRAIN_TIMEOUT_S)
         drain_s = time.perf_counter() - started
         payload: dict[str, dict[str, int]] = defaultdict(lambda: {"sum": 0, "count": 0})
         estimated: dict[str, int] = defaultdict(int)

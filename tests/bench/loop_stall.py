@@ -46,6 +46,8 @@ from opentelemetry.sdk.metrics import MeterProvider
 from opentelemetry.sdk.metrics.export import InMemoryMetricReader
 from opentelemetry.sdk.trace import TracerProvider
 
+from ._compat import flush, start_analysis
+from ._doc import add_markdown_option, table, write_section
 from .engine import json_payload
 
 TICK_S = 0.001
@@ -214,7 +216,7 @@ async def measure(pipeline: Pipeline, tracer_provider: TracerProvider, case: Cas
         exchange.end_span = True
         exchange.finish(response)
         pipeline.submit(exchange)
-    return await _tick_until(lambda: pipeline.worker.drain(0), minimum_s=0.05)
+    return await _tick_until(lambda: flush(pipeline, 0), minimum_s=0.05)
 
 
 Row = tuple[str, Ticks]
@@ -226,8 +228,7 @@ async def run(full: bool, repeat: int, analysis: str = "process") -> list[Row]:
     pipeline = Pipeline(
         Settings(analysis=analysis), MeterProvider(metric_readers=[reader]).get_meter("loop-stall")
     )
-    pipeline.start()
-    if not pipeline.wait_ready(60):
+    if not start_analysis(pipeline, 60):
         raise RuntimeError("the tokenizer did not load")
     rows: list[Row] = [("nothing to analyse (floor)", await _tick_until(lambda: True, minimum_s=1.0))]
     for case in cases(full):
@@ -244,19 +245,46 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--repeat", type=int, default=3, help="payloads of each kind analysed in a row")
     parser.add_argument("--bound-ms", type=float, default=1.0)
     parser.add_argument("--analysis", choices=("process", "thread"), default="process")
+    add_markdown_option(parser)
     args = parser.parse_args(argv)
     rows = asyncio.run(run(args.full, args.repeat, args.analysis))
     floor_worst = max(rows[0][1].without_gc)
     print(f"{'payload':<30} {'ticks':>6} {'worst ms':>9} {'p99.9 ms':>9} {'worst, no GC':>13} {'GCs':>5}")
     over = []
+    cells = []
     for name, ticks in rows:
         worst, clean = max(ticks.lateness), max(ticks.without_gc)
+        p999 = percentile(ticks.lateness, 0.999)
         print(
             f"{name:<30} {len(ticks.lateness):>6} {worst * 1000:>9.2f} "
-            f"{percentile(ticks.lateness, 0.999) * 1000:>9.2f} {clean * 1000:>13.2f} {ticks.collections:>5}"
+            f"{p999 * 1000:>9.2f} {clean * 1000:>13.2f} {ticks.collections:>5}"
+        )
+        cells.append(
+            [
+                name,
+                len(ticks.lateness),
+                f"{worst * 1000:.2f}",
+                f"{p999 * 1000:.2f}",
+                f"{clean * 1000:.2f}",
+                ticks.collections,
+            ]
         )
         if clean - floor_worst > args.bound_ms / 1000:
             over.append(name)
+    if args.markdown:
+        header = ["payload", "ticks", "worst ms", "p99.9 ms", "worst, no GC, ms", "GCs"]
+        verdict = (
+            f"Over the bound ({args.bound_ms:g} ms above the floor's worst): {', '.join(over)}."
+            if over
+            else f"Every payload within {args.bound_ms:g} ms of the floor's worst."
+        )
+        write_section(
+            args.markdown,
+            "loop-stall",
+            table(header, cells) + "\n\n" + verdict,
+            "tests.bench.loop_stall",
+            argv,
+        )
     if over:
         print(f"over the bound ({args.bound_ms:g} ms above the floor's worst): {', '.join(over)}")
         return 1

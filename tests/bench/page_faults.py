@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from ._clients import SERVER_MODULE, TRANSPORTS, variant_session
+from ._doc import add_markdown_option, table, write_section
 from .instrumented import SIZES, prepare_payloads
 from .instrumented_server import PAYLOAD_TOOL, BenchTelemetry, build_server
 
@@ -121,12 +122,14 @@ async def run(args: argparse.Namespace) -> None:
             args.transport, size, args.calls, payload_dir, BenchTelemetry(), build_server(payload_dir, None)
         )
         reused_ms, fresh_ms, faults = fresh_memory_cost_ms()
-        print(
+        fresh = (
             f"a new 1 MiB string: {reused_ms:.3f} ms on reused memory, {fresh_ms:.3f} ms on fresh"
             f" memory ({faults:.0f} faults)"
         )
+        print(fresh)
         print(f"{args.size} results over {args.transport}, blocks of {args.calls} calls back to back")
         print("block  variant  client faults/call  server faults/call  median ms")
+        rows = []
         for index in range(args.blocks):
             order = (False, True) if index % 2 == 0 else (True, False)
             for instrumented in order:
@@ -135,6 +138,12 @@ async def run(args: argparse.Namespace) -> None:
                 shown = "-" if server is None else f"{server:.0f}"
                 variant = "I" if instrumented else "U"
                 print(f"{index + 1:5d}  {variant:7s}  {client:18.0f}  {shown:>18s}  {median:9.2f}")
+                rows.append([index + 1, variant, f"{client:.0f}", shown, f"{median:.2f}"])
+    if args.markdown:
+        header = ["block", "variant", "client faults/call", "server faults/call", "median ms"]
+        body = f"{fresh[0].upper()}{fresh[1:]}.\n\n" + table(header, rows, [True, False, True, True, True])
+        section = f"page-faults-{args.transport}"
+        write_section(args.markdown, section, body, "tests.bench.page_faults")
 
 
 def main() -> None:
@@ -143,6 +152,7 @@ def main() -> None:
     parser.add_argument("--size", choices=list(SIZES), default="1 MB")
     parser.add_argument("--blocks", type=int, default=8)
     parser.add_argument("--calls", type=int, default=30)
+    add_markdown_option(parser)
     asyncio.run(run(parser.parse_args()))
 
 

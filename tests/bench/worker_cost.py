@@ -30,6 +30,8 @@ from opentelemetry.sdk.metrics.export import InMemoryMetricReader
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.trace import Tracer
 
+from ._compat import flush, start_analysis
+from ._doc import add_markdown_option, table, write_section
 from .engine import json_payload
 
 SIZES = {"1 KB": 1_000, "50 KB": 50_000, "1 MB": 1_000_000}
@@ -72,7 +74,7 @@ def measure(pipeline: Pipeline, tracer: Tracer, text: str, calls: int) -> tuple[
         for exchange in exchanges[start : start + 50]:
             pipeline.submit(exchange)
         time.sleep(0.02)
-    if not pipeline.worker.drain(600):
+    if not flush(pipeline, 600):
         raise RuntimeError("the analysis did not finish")
     ours = process_cpu_s() - ours
     helper_after = helper_cpu_s(pipeline)
@@ -83,24 +85,32 @@ def measure(pipeline: Pipeline, tracer: Tracer, text: str, calls: int) -> tuple[
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--analysis", choices=("process", "thread"), default="process")
+    add_markdown_option(parser)
     args = parser.parse_args(argv)
     pipeline = Pipeline(
         Settings(analysis=args.analysis),
         MeterProvider(metric_readers=[InMemoryMetricReader()]).get_meter("bench"),
     )
-    pipeline.start()
-    if not pipeline.wait_ready(60):
+    if not start_analysis(pipeline, 60):
         raise SystemExit("the analysis did not start")
     tracer = TracerProvider().get_tracer("bench")
     print(f"CPU per tools/call exchange, ms (analysis: {pipeline.worker.mode})")
     print(f"{'payload':<8} {'this process':>13} {'helper':>8}")
+    rows = []
     for label, size in SIZES.items():
         text = json_payload(size)[:size]
         measure(pipeline, tracer, text, 5)  # warm-up
         ours, helper = measure(pipeline, tracer, text, CALLS[size])
         helper_text = "-" if helper is None else f"{helper:.3f}"
         print(f"{label:<8} {ours:>13.3f} {helper_text:>8}")
+        rows.append([label, CALLS[size], f"{ours:.3f}", helper_text])
+    mode = pipeline.worker.mode
     pipeline.shutdown()
+    if args.markdown:
+        header = ["tool result", "exchanges", "this process, ms CPU", "helper, ms CPU"]
+        section = "worker-cost" if args.analysis == "process" else "worker-cost-thread"
+        body = f"Analysis: {mode}.\n\n" + table(header, rows)
+        write_section(args.markdown, section, body, "tests.bench.worker_cost", argv)
     return 0
 
 

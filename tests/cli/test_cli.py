@@ -12,6 +12,7 @@ from opentelemetry.instrumentation.mcp_tokens.engine.blocks import TOOL_DEFINITI
 
 from tests.cli import listings
 from tests.cli.conftest import CliRunner, check_snapshot, fixture_server
+from tests.structure_expected import structure_tokens
 
 
 def compact(value: object) -> str:
@@ -86,6 +87,7 @@ def test_measured_call_matches_hand_computation(run_cli: CliRunner, o200k: Any) 
     assert call["overhead"] == {
         "duplicate": len(count(compact(structured))),  # structuredContent repeats the text block
         "formatting": len(count(text)) - len(count(compact(json.loads(text)))),  # the indentation
+        "structure": structure_tokens(json.loads(text), len(count(text)), lambda t: len(count(t))),
     }
     assert (call["blocks"], call["risk"], call["is_error"], call["arguments"]) == (
         2,
@@ -287,3 +289,23 @@ def test_long_tool_lists_in_the_terminal_name_the_first_three() -> None:
     assert _tool_list([]) == "(server)"
     assert _tool_list(["a", "b", "c"]) == "a, b, c"
     assert _tool_list(["a", "b", "c", "d", "e"]) == "a, b, c +2 more"
+
+
+def test_host_cap_flags_tools_whose_worst_case_exceeds_it(run_cli: CliRunner) -> None:
+    def flagged(*extra: str) -> dict[str, int]:
+        document = json.loads(
+            run_cli("profile", "--format", "json", *extra, "--", *fixture_server("shop_v1")).out
+        )
+        return {
+            tool["name"]: tool["output"]["worst_case_tokens"]
+            for tool in document["tools"]
+            if "exceeds-host-cap" in {r["rule"] for r in tool["recommendations"]}
+        }
+
+    assert flagged() == {}  # nothing in the fixture reaches the default 25,000
+    cap = 150
+    low = flagged("--host-cap", str(cap))
+    assert low and all(worst > cap for worst in low.values())
+    document = json.loads(run_cli("profile", "--format", "json", "--", *fixture_server("shop_v1")).out)
+    worst = {t["name"]: t["output"]["worst_case_tokens"] for t in document["tools"]}
+    assert set(low) == {name for name, tokens in worst.items() if tokens is not None and tokens > cap}

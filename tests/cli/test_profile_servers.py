@@ -21,6 +21,7 @@ from tests.cli import rawclient
 from tests.cli.conftest import REPO_ROOT, CliRunner
 from tests.integration.apps import harness, payloads
 from tests.integration.apps._line import HAS_FASTMCP, IS_MCP2
+from tests.structure_expected import structure_tokens
 
 pytestmark = pytest.mark.timeout(180)
 
@@ -130,12 +131,18 @@ def test_a_real_tool_call_is_analysed_by_the_engine(
     url = http_servers[("lowlevel", "streamable-http")].base_url + "/mcp"
     document = profiled(run_cli, "--url", url, "--call", "structured", "--args", '{"n": 5}')
     call = next(tool["call"] for tool in document["tools"] if tool["name"] == "structured")
-    text = len(o200k.encode_ordinary(payloads.structured_text(5)))
-    structured = len(o200k.encode_ordinary(json.dumps(payloads.structured_content(5), separators=(",", ":"))))
+
+    def count(text: str) -> int:
+        return len(o200k.encode_ordinary(text))
+
+    text = count(payloads.structured_text(5))
+    structured = count(json.dumps(payloads.structured_content(5), separators=(",", ":")))
+    # The text copy keeps the records (structure); the structuredContent copy is all duplicate.
+    table = structure_tokens(payloads.structured_content(5), text, count)
     assert (call["tokens"], call["blocks"], call["overhead"]) == (
         text + structured,
         2,
-        {"duplicate": structured},
+        {"duplicate": structured, "structure": table},
     )
 
 

@@ -78,6 +78,12 @@ CASES: list[tuple[str, dict[str, Any], str]] = [
         "(invisible)",
     ),
     ("exceeds-declared-bound", {"measured": True, "measured_tokens": 401}, "(401 tokens) exceeds"),
+    ("exceeds-host-cap", {"host_cap": 399}, "400 tokens, over a host's 399-token result cap"),
+    (
+        "measured-exceeds-host-cap",
+        {"measured": True, "measured_tokens": 350, "host_cap": 300, "worst_case_tokens": None},
+        "350 tokens, over a host's 300-token result cap",
+    ),
     (
         "measured-risk",
         {"measured": True, "measured_tokens": 5000, "measured_risk": "high", "worst_case_tokens": 9000},
@@ -121,11 +127,11 @@ def test_unbounded_worst_cases_say_they_use_assumed_sizes() -> None:
     facts = dataclasses.replace(
         HEALTHY,
         risk="critical",
-        worst_case_tokens=40_000,
+        worst_case_tokens=20_000,
         nominal_note=" at the assumed sizes of its unbounded parts",
     )
     (recommendation,) = rules.evaluate_tool(facts)
-    assert "40,000 tokens at the assumed sizes of its unbounded parts (critical)" in recommendation.message
+    assert "20,000 tokens at the assumed sizes of its unbounded parts (critical)" in recommendation.message
 
 
 def test_recommendations_come_most_severe_first() -> None:

@@ -12,6 +12,8 @@ from opentelemetry.exporter.mcp_tokens.cli import top
 from opentelemetry.exporter.mcp_tokens.cli.errors import CliError, ExitCode
 from opentelemetry.exporter.mcp_tokens.report.prometheus import snapshot_from_text
 
+from tests.unit.test_report_economics import exposition
+
 from .conftest import CliRunner
 
 LABELS = (
@@ -186,3 +188,33 @@ def test_credentials_become_a_basic_authorization_header() -> None:
     assert headers["Authorization"] == "Basic dXNlcjpwYSUyMHNz"
     with pytest.raises(CliError):
         top._request("ftp://127.0.0.1/metrics")
+
+
+def test_once_shows_tools_never_called_and_cost_at_a_price(
+    run_cli: CliRunner, endpoint: Callable[..., Endpoint], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("COLUMNS", "180")  # the cost column needs a wider terminal than the suite's
+
+    server = endpoint([(200, exposition(side="server").encode())])
+    run = run_cli("top", "--once", "--price-per-mtok", "3", "--currency", "EUR", server.url)
+    assert run.code == 0, run.err
+    text = " ".join(run.out.split())
+    assert (
+        "Tools listed but never called (server, crm): 8 of 12, 984 of 1,473 definition tokens (67%)" in text
+    )
+    # responses 10,000 tokens at 3 EUR per million; the listing of 1,473 tokens per conversation.
+    assert (
+        "responses 0.0300 EUR · definitions 0.00442 EUR per conversation, 0.00295 EUR of it never called"
+        in text
+    )
+    assert "Cost" in run.out and "0.00240 EUR" in text  # get: 800 tokens
+
+
+def test_price_comes_from_the_report_setting_when_no_flag_is_given(
+    run_cli: CliRunner, endpoint: Callable[..., Endpoint], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("OTEL_EXPORTER_MCP_TOKENS_REPORT_PRICE_PER_MTOK", "3")
+    run = run_cli("top", "--once", endpoint([(200, exposition().encode())]).url)
+    assert "at 3 USD per million input tokens" in " ".join(run.out.split())
+    bad = run_cli("top", "--once", "--price-per-mtok", "-2", endpoint([(200, b"")]).url)
+    assert bad.code == 2

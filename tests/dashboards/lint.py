@@ -219,6 +219,7 @@ def _variable_references(d: dict[str, Any]) -> list[str]:
     problems = []
     texts = [str(v.get("query", "")) for v in d.get("templating", {}).get("list", [])]
     texts += [t.get("expr", "") for p in panels(d) for t in p.get("targets", [])]
+    texts += [str(p.get("title", "")) for p in panels(d)]  # e.g. a currency shown in a cost panel's title
     for text in texts:
         for match in _VARIABLE_USE.finditer(text):
             name = match.group(1) or match.group(2)

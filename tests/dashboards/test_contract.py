@@ -16,7 +16,10 @@ from opentelemetry.exporter.mcp_tokens.dashboards.recording_rules import recordi
 from opentelemetry.exporter.mcp_tokens.dashboards.settings import GeneratorSettings
 from opentelemetry.exporter.prometheus import PrometheusMetricReader
 from opentelemetry.instrumentation.mcp_tokens import semconv
-from opentelemetry.instrumentation.mcp_tokens.telemetry import Instruments
+from opentelemetry.instrumentation.mcp_tokens.guard.accountant import Accountant, Action
+from opentelemetry.instrumentation.mcp_tokens.labels import ServerLabels
+from opentelemetry.instrumentation.mcp_tokens.telemetry import GuardInstruments, Instruments
+from opentelemetry.metrics import Meter
 from opentelemetry.sdk.metrics import MeterProvider
 from prometheus_client import CollectorRegistry, generate_latest
 from prometheus_client.parser import text_string_to_metric_families
@@ -85,6 +88,7 @@ def exported() -> dict[str, set[str]]:
     instruments.analysis_skipped.add(
         1, {semconv.SIDE: "server", semconv.MCP_METHOD_NAME: "tools/call", semconv.SKIP_REASON: "too_large"}
     )
+    _guard_actions(provider.get_meter("opentelemetry.instrumentation.mcp_tokens", "0.1.0"))
     text = generate_latest(registry).decode()
     provider.shutdown()
     samples: dict[str, set[str]] = {}
@@ -92,6 +96,31 @@ def exported() -> dict[str, set[str]]:
         for sample in family.samples:
             samples.setdefault(sample.name, set()).update(sample.labels)
     return samples
+
+
+def _guard_actions(meter: Meter) -> None:
+    """One guard action and one failure, recorded by the guard's own accountant."""
+    labels = ServerLabels()
+    labels.servers.admit("crm")
+    labels.targets("crm").admit("search")
+    accountant = Accountant(GuardInstruments(meter), labels, lambda assessment: 0, delay_s=0.0)
+    accountant.record(
+        Action(
+            side="server",
+            method="tools/call",
+            server_name="crm",
+            tool="search",
+            action=semconv.GUARD_TRUNCATED,
+            reason=semconv.GUARD_REASON_RESULT_LIMIT,
+            delivered=25_000,
+            original=40_000,
+            assessment=None,
+            span=None,
+            at=0.0,
+        )
+    )
+    accountant.stop()
+    accountant.failure("server", "tools/call", semconv.GUARD_FAILURE_ERROR, None)
 
 
 def test_every_selector_names_an_exported_series_and_labels(exported: dict[str, set[str]]) -> None:

@@ -23,9 +23,10 @@ def _first_panel(dashboard: dict[str, Any], kind: str = "timeseries") -> dict[st
     return next(p for p in panels(dashboard) if p["type"] == kind)
 
 
-def test_three_dashboards_are_committed() -> None:
+def test_four_dashboards_are_committed() -> None:
     assert [p.name for p in DASHBOARD_FILES] == [
         "mcp-tokens-budget.json",
+        "mcp-tokens-economics.json",
         "mcp-tokens-overview.json",
         "mcp-tokens-tool.json",
     ]
@@ -46,7 +47,12 @@ def test_every_panel_describes_what_to_do(path: Any) -> None:
 
 def test_dashboard_uids_are_unique_and_stable() -> None:
     uids = [json.loads(p.read_text(encoding="utf-8"))["uid"] for p in DASHBOARD_FILES]
-    assert sorted(uids) == ["mcp-tokens-budget", "mcp-tokens-overview", "mcp-tokens-tool"]
+    assert sorted(uids) == [
+        "mcp-tokens-budget",
+        "mcp-tokens-economics",
+        "mcp-tokens-overview",
+        "mcp-tokens-tool",
+    ]
 
 
 def _broken(mutate: Any) -> list[str]:

@@ -16,6 +16,7 @@ from functools import cache
 from typing import Any
 
 from examples import demo_content
+from tests.structure_expected import structure_tokens
 
 ENCODING = "o200k_base"
 
@@ -118,7 +119,8 @@ def overhead_by_tool_and_kind(
 ) -> dict[tuple[str, str], int]:
     """Response overhead the docs define, for the demo's shapes: an indented JSON text block
     costs its tokens minus those of its compact form (`formatting`); structuredContent that
-    repeats a text block costs all its tokens (`duplicate`). Zero entries are left out."""
+    repeats a text block costs all its tokens (`duplicate`); arrays of uniform records cost the
+    tokens a tabular form would save (`structure`). Zero entries are left out."""
     found: dict[tuple[str, str], int] = defaultdict(int)
     for tool, arguments in calls:
         result = demo_content.tool_result(tool, arguments)
@@ -131,9 +133,14 @@ def overhead_by_tool_and_kind(
             saving = text_tokens(text) - text_tokens(compact(value))
             if saving:
                 found[(tool, "formatting")] += saving
+            found[(tool, "structure")] += structure_tokens(value, text_tokens(text), text_tokens)
         structured = result.get("structuredContent")
         if structured is not None and any(_parses_to(text, structured) for text in texts):
             found[(tool, "duplicate")] += text_tokens(compact(structured))
+        elif structured is not None:
+            tokens = text_tokens(compact(structured))
+            found[(tool, "structure")] += structure_tokens(structured, tokens, text_tokens)
+    return {key: tokens for key, tokens in found.items() if tokens}
     return dict(found)
 
 

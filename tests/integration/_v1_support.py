@@ -39,6 +39,7 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 
 from tests.integration.apps import harness, payloads
 from tests.integration.apps.client import SessionReport, Target, run_standard_session
+from tests.structure_expected import structure_tokens
 
 PROBE_ENV = "MCP_TOKENS_V1_PROBE_OUT"
 SESSION_TIMEOUT_S = 45.0
@@ -140,7 +141,7 @@ class Telemetry:
 
     def settle(self) -> None:
         pipeline = self.instrumentor.pipeline
-        assert pipeline is not None and pipeline.worker.drain(DRAIN_TIMEOUT_S), "analysis did not finish"
+        assert pipeline is not None and pipeline.force_flush(DRAIN_TIMEOUT_S), "analysis did not finish"
 
     def collect(self) -> tuple[list[SpanRecord], list[Point]]:
         self.settle()
@@ -341,3 +342,6 @@ class Expected:
 
     def formatting_overhead(self, text: str) -> int:
         return self.text(text) - self.json(json.loads(text))
+
+    def structure_overhead(self, value: object, tokens: int) -> int:
+        return structure_tokens(value, tokens, self.text)

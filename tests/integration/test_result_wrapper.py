@@ -134,7 +134,7 @@ FASTMCP = pytest.mark.skipif(not HAS_FASTMCP, reason="fastmcp is not installed")
 def test_the_result_wrapper_is_duplicate_overhead(flavour: str) -> None:
     with instrumented() as (instrumentor, reader):
         results = anyio.run(call_every_tool, flavour)
-        assert instrumentor.pipeline.worker.drain(DRAIN_S)
+        assert instrumentor.pipeline.force_flush(DRAIN_S)
         points = points_of(reader, semconv.OVERHEAD)
     for function in WRAPPED_TOOLS:
         result = results[function.__name__]

@@ -4,6 +4,7 @@ metrics contract. One standard session per case (H6's harness), shared by the te
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from typing import Any
 
@@ -274,9 +275,21 @@ def test_overhead_and_padding_metrics(case: CaseResult, expected: Expected) -> N
                 "mcp_tokens.overhead", mcp_tokens__side=side, mcp__method__name="tools/call"
             )
         }
+        pretty = payloads.pretty_json_text(20)
+        structured = payloads.structured_content(10)
+        records = payloads.records_json(20)
         assert overhead == {
-            ("pretty_json", "formatting"): expected.formatting_overhead(payloads.pretty_json_text(20)),
-            ("structured", "duplicate"): expected.json(payloads.structured_content(10)),
+            ("records", "structure"): expected.structure_overhead(
+                json.loads(records), expected.text(records)
+            ),
+            ("pretty_json", "formatting"): expected.formatting_overhead(pretty),
+            ("pretty_json", "structure"): expected.structure_overhead(
+                json.loads(pretty), expected.text(pretty)
+            ),
+            ("structured", "duplicate"): expected.json(structured),
+            ("structured", "structure"): expected.structure_overhead(
+                structured, expected.text(payloads.structured_text(10))
+            ),
         }, side
         for tool in called_tools(case):
             detections = case.points_of(

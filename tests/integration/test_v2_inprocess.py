@@ -109,7 +109,7 @@ def test_only_responses_that_leave_the_process_wait_for_their_transport(era: str
 
         pipeline.submit = spy
         anyio.run(lambda: run_session(Target("sdk_fastmcp", "memory"), client="sdk", era=era))
-        telemetry.drain()
+        telemetry.flush()
     # By the side the operation has here: who sent the request, who answered it.
     sent = [e for e in submitted if (e.operation_side or e.side) is Side.CLIENT]
     answered = [e for e in submitted if (e.operation_side or e.side) is Side.SERVER]

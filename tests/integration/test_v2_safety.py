@@ -348,31 +348,36 @@ def test_unknown_tool_names_fold_into_other() -> None:
 def test_counting_is_off_the_response_path_and_spans_end_when_the_response_completed(
     mode: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    import threading
     import time
 
     from tests.integration.apps.lowlevel_server import build_server
 
-    slow_s = 0.2
+    returned = threading.Event()
+    after_the_call: list[bool] = []
 
-    async def call() -> tuple[int, float]:
+    async def call() -> int:
         async with Client(build_server(), mode=mode) as client:
-            started = time.perf_counter()
             await client.call_tool("echo", {"text": "timing"})
-            return time.time_ns(), time.perf_counter() - started
+            returned_ns = time.time_ns()
+            returned.set()
+            return returned_ns
 
     with instrumented() as telemetry:
         recorder = telemetry.pipeline.recorder
         record = recorder.record_findings
 
-        def slow_record(*args: Any) -> Any:
-            time.sleep(slow_s)  # slow analysis and recording: the caller must not wait for them
+        def record_after_the_call(*args: Any) -> Any:
+            # Were recording on the call's path, the call could not return, and this would
+            # wait out its timeout instead.
+            after_the_call.append(returned.wait(30))
             return record(*args)
 
-        monkeypatch.setattr(recorder, "record_findings", slow_record)
-        returned_ns, elapsed = anyio.run(call)
-        assert elapsed < slow_s
+        monkeypatch.setattr(recorder, "record_findings", record_after_the_call)
+        returned_ns = anyio.run(call)
         spans = [s for s in telemetry.spans() if s.name == "tools/call echo"]
         assert sorted(s.kind.name for s in spans) == ["CLIENT", "SERVER"]
         for span in spans:
             assert span.end_time is not None and span.end_time <= returned_ns
             assert span.attributes["mcp_tokens.response"] > 0  # annotated before it ended
+        assert after_the_call and all(after_the_call)

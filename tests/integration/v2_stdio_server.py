@@ -56,7 +56,7 @@ def main() -> None:
     try:
         runpy.run_module(module, run_name="__main__", alter_sys=True)
     finally:
-        instrumentor.pipeline.worker.drain(10.0)
+        instrumentor.pipeline.force_flush(10.0)
         dump = {
             "spans": [span_record(s) for s in exporter.get_finished_spans()],
             "metrics": json.loads(reader.get_metrics_data().to_json()),  # type: ignore[union-attr]

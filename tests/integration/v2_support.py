@@ -43,6 +43,7 @@ from opentelemetry.trace import SpanKind, StatusCode
 from tests.integration.apps import harness, payloads
 from tests.integration.apps._serve import HOST
 from tests.metric_points import points_of
+from tests.structure_expected import structure_tokens
 
 ENCODING = load_bundled_encoding("o200k_base")
 OUR_SCOPE = "opentelemetry.instrumentation.mcp_tokens"
@@ -107,16 +108,16 @@ class Telemetry:
     def pipeline(self) -> Any:
         return self.instrumentor.pipeline
 
-    def drain(self) -> None:
-        assert self.pipeline.worker.drain(DRAIN_S), "the analysis worker did not drain"
+    def flush(self) -> None:
+        assert self.pipeline.force_flush(DRAIN_S), "the analysis worker did not drain"
 
     def spans(self) -> list[ReadableSpan]:
-        self.drain()
+        self.flush()
         return sorted(self.exporter.get_finished_spans(), key=lambda s: s.start_time or 0)
 
     def points(self, name: str) -> list[tuple[dict[str, Any], Any]]:
         """(attributes, data point) of every point of metric `name` (cumulative)."""
-        self.drain()
+        self.flush()
         return points_of(self.reader, name)
 
 
@@ -238,10 +239,13 @@ def overhead(method: str, result: Mapping[str, Any] | None) -> dict[str, int]:
         parsed.append(value)
         if compact(value) != text:
             kinds["formatting"] += count(text) - count(compact(value))
+        kinds["structure"] += structure_tokens(value, count(text), count)
     structured = result.get("structuredContent")
     if structured is not None and any(value == structured for value in parsed):
         kinds["duplicate"] += count(compact(structured))
-    return dict(kinds)
+    elif structured is not None:
+        kinds["structure"] += structure_tokens(structured, count(compact(structured)), count)
+    return {kind: tokens for kind, tokens in kinds.items() if tokens}
 
 
 def _texts(method: str, payload: Mapping[str, Any] | None, *, request: bool) -> list[str]:

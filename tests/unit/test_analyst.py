@@ -7,13 +7,14 @@ import time
 from typing import Any
 
 import pytest
-from opentelemetry.instrumentation.mcp_tokens import analyst as analyst_module
 from opentelemetry.instrumentation.mcp_tokens import semconv
-from opentelemetry.instrumentation.mcp_tokens.analyst import Analyst, Job
+from opentelemetry.instrumentation.mcp_tokens.analyst import Analyst, Job, job_of
 from opentelemetry.instrumentation.mcp_tokens.config import Settings
 from opentelemetry.instrumentation.mcp_tokens.engine.analysis import PayloadKind
-from opentelemetry.instrumentation.mcp_tokens.exchange import BudgetRef, Side
+from opentelemetry.instrumentation.mcp_tokens.exchange import REQUEST_KINDS, RESPONSE_KINDS, Exchange, Side
 from opentelemetry.instrumentation.mcp_tokens.labels import ServerLabels
+from opentelemetry.instrumentation.mcp_tokens.pacing import Pacing
+from opentelemetry.instrumentation.mcp_tokens.scope import BudgetRef
 
 TEXT = "The quarterly report lists revenue by region and product line. " * 40
 
@@ -21,12 +22,11 @@ TEXT = "The quarterly report lists revenue by region and product line. " * 40
 def job(seq: int = 1, *, method: str = "tools/call", ended_ago_s: float = 0.0, **fields: Any) -> Job:
     values: dict[str, Any] = {
         "seq": seq,
-        "side": Side.SERVER,
+        "side": semconv.SIDE_SERVER,
         "method": method,
         "target": "report" if method == "tools/call" else None,
         "server_name": "crm",
         "error_type": None,
-        "budget": None,
         "end_ns": time.time_ns() - int(ended_ago_s * 1e9),
         "request_kind": PayloadKind.TOOL_ARGUMENTS if method == "tools/call" else None,
         "response_kind": {"tools/call": PayloadKind.TOOL_RESULT, "tools/list": PayloadKind.TOOL_LIST}[method],
@@ -47,14 +47,14 @@ def ready() -> Analyst:
     return analyst
 
 
-def test_an_exchange_the_analysis_is_far_behind_on_is_estimated(
-    ready: Analyst, monkeypatch: pytest.MonkeyPatch, o200k: Any
-) -> None:
-    monkeypatch.setattr(analyst_module, "MAX_BACKLOG_S", 0.3)
+def test_an_exchange_the_analysis_is_far_behind_on_is_estimated(o200k: Any) -> None:
+    analyst = Analyst(Settings(), Pacing(max_backlog_s=0.3))
+    analyst.start()
+    assert analyst.status().exact
     time.sleep(0.35)  # so that an exchange can have ended 0.3 s ago, after the tokenizer loaded
-    fresh = ready.analyse(job(1), None, result())
-    late = ready.analyse(job(2, ended_ago_s=0.32), None, result())
-    pushed = ready.analyse(job(3, behind=True), None, result())
+    fresh = analyst.analyse(job(1), None, result())
+    late = analyst.analyse(job(2, ended_ago_s=0.32), None, result())
+    pushed = analyst.analyse(job(3, behind=True), None, result())
     exact = len(o200k.encode_ordinary(TEXT))
     assert fresh.response is not None and fresh.response.exact and fresh.response.tokens == exact
     assert not fresh.backlog
@@ -66,7 +66,7 @@ def test_an_exchange_the_analysis_is_far_behind_on_is_estimated(
 
 def test_exchanges_that_waited_for_the_tokenizer_to_load_are_counted_exactly() -> None:
     analyst = Analyst(Settings())
-    queued = job(1, ended_ago_s=10 * analyst_module.MAX_BACKLOG_S, behind=True)  # before the load
+    queued = job(1, ended_ago_s=10 * Pacing().max_backlog_s, behind=True)  # before the load
     analyst.start()
     findings = analyst.analyse(queued, None, result())
     assert 0 < analyst.loader.loaded_ns <= time.time_ns()
@@ -106,13 +106,31 @@ def test_findings_stay_small_whatever_the_payload(ready: Analyst) -> None:
 
 
 def test_budget_scopes_are_charged_per_side(ready: Analyst) -> None:
-    scope = BudgetRef("conversation-7", 10_000)
-    first = ready.analyse(job(1, budget=scope), {"name": "report", "arguments": {}}, result())
-    second = ready.analyse(job(2, budget=scope), {"name": "report", "arguments": {}}, result())
-    client = ready.analyse(job(3, budget=scope, side=Side.CLIENT), None, result())
+    scope = {"budget_key": "conversation-7", "context_window": 10_000}
+    first = ready.analyse(job(1, **scope), {"name": "report", "arguments": {}}, result())
+    second = ready.analyse(job(2, **scope), {"name": "report", "arguments": {}}, result())
+    client = ready.analyse(job(3, side=semconv.SIDE_CLIENT, **scope), None, result())
     assert first.budget is not None and second.budget is not None and client.budget is not None
     assert second.budget.used == 2 * first.budget.used
     assert client.budget.used < first.budget.used  # the client side has its own ledger
+
+
+def test_a_job_holds_plain_values_and_only_budgeted_operations_carry_their_scope() -> None:
+    call = Exchange(Side.CLIENT, "tools/call", target="t", budget=BudgetRef("c-1", 8_000))
+    call.finish({"content": []})
+    sampling = Exchange(Side.CLIENT, "sampling/createMessage", budget=BudgetRef("c-1", 8_000))
+    sampling.finish({"content": {"type": "text", "text": "x"}})
+    job = job_of(call, 4)
+    assert (job.side, job.budget_key, job.context_window) == ("client", "c-1", 8_000)
+    assert type(job.side) is str  # the helper unpickles it without the exchange module
+    assert (job.request_kind, job.response_kind) == (PayloadKind.TOOL_ARGUMENTS, PayloadKind.TOOL_RESULT)
+    assert job_of(sampling, 5).budget_key is None  # a separate model call: not charged
+
+
+def test_the_exchange_tables_name_payload_kinds_of_the_engine() -> None:
+    assert {PayloadKind(kind) for kind in (*REQUEST_KINDS.values(), *RESPONSE_KINDS.values())} <= set(
+        PayloadKind
+    )
 
 
 def test_content_is_captured_only_when_asked_and_cut(o200k: Any) -> None:
@@ -163,6 +181,6 @@ def test_servers_folded_into_one_label_add_their_listings_up() -> None:
     assert sum(again.definitions.values()) == sum(totals[s] for s in (50, 51, 53, 54)) + again.response.tokens
     # The other side keeps its own.
     client = analyst.analyse(
-        job(100, method="tools/list", server_name="srv53", side=Side.CLIENT), None, listing(53)
+        job(100, method="tools/list", server_name="srv53", side=semconv.SIDE_CLIENT), None, listing(53)
     )
     assert client.definitions is not None and sum(client.definitions.values()) == totals[53]

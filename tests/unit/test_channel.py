@@ -12,19 +12,22 @@ from hypothesis import strategies as st
 from opentelemetry.instrumentation.mcp_tokens import channel
 from opentelemetry.instrumentation.mcp_tokens.analyst import Job
 from opentelemetry.instrumentation.mcp_tokens.engine.analysis import PayloadKind
-from opentelemetry.instrumentation.mcp_tokens.exchange import BudgetRef, Side
+from opentelemetry.instrumentation.mcp_tokens.pacing import Pacing
+
+PIECE_BYTES = Pacing().piece_bytes
 
 JOB = Job(
     seq=7,
-    side=Side.CLIENT,
+    side="client",
     method="tools/call",
     target="search",
     server_name="crm",
     error_type=None,
-    budget=BudgetRef("conversation-1", 128_000),
     end_ns=123,
     request_kind=PayloadKind.TOOL_ARGUMENTS,
     response_kind=PayloadKind.TOOL_RESULT,
+    budget_key="conversation-1",
+    context_window=128_000,
 )
 
 json_values = st.recursive(
@@ -98,8 +101,8 @@ def test_a_large_payload_is_cut_into_bounded_pieces() -> None:
         b"".join(channel.job_frames(JOB, {"q": "x"}, {"content": [{"type": "text", "text": text}]}))
     )
     pieces = [body for kind, body in frames if kind in (channel.PIECE, channel.TEXT)]
-    assert len(pieces) >= 2_000_000 // channel.PIECE_BYTES
-    assert max(len(piece) for piece in pieces) < channel.PIECE_BYTES + (32 << 10)
+    assert len(pieces) >= 2_000_000 // PIECE_BYTES
+    assert max(len(piece) for piece in pieces) < PIECE_BYTES + (32 << 10)
     _, payloads = parse_job(frames)
     assert payloads[1] == {"content": [{"type": "text", "text": text}]}
 
@@ -128,3 +131,12 @@ def test_decoding_something_that_is_not_json_raises_a_value_error() -> None:
     with pytest.raises(ValueError):
         channel.decode_payload([b"{not json"])
     assert channel.decode_payload([json.dumps({"k": [1, 2]}).encode()]) == {"k": [1, 2]}
+
+
+def test_the_piece_size_is_the_pacings() -> None:
+    text = "0123456789" * 10_000
+    frames = read_all(b"".join(channel.job_frames(JOB, None, {"text": text}, piece_bytes=4096)))
+    pieces = [body for kind, body in frames if kind in (channel.PIECE, channel.TEXT)]
+    assert len(pieces) >= len(text) // (2 * 4096)
+    assert max(len(piece) for piece in pieces) <= 2 * 4096
+    assert parse_job(frames)[1] == [{"text": text}]

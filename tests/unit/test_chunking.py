@@ -128,17 +128,14 @@ def test_chunks_are_at_least_chunk_chars_and_barely_more_on_json() -> None:
     assert all(512 <= size < 512 + 64 for size in sizes)
 
 
-def test_finding_cuts_is_fast_and_linear() -> None:
+def test_cuts_come_every_chunk_on_json_lines_and_never_in_hostile_runs() -> None:
+    # What finding them costs: tests.bench.engine_bounds.
     payload = ('{"id": 12345, "name": "alpha beta", "tags": ["x", "y"], "v": 0.125}\n' * 60_000)[: 4 << 20]
-    start = time.perf_counter()
     cuts = chunk_cuts(payload, 1 << 16)
-    assert time.perf_counter() - start < 0.5
     assert all(1 << 16 <= b - a < (1 << 16) + 100 for a, b in itertools.pairwise([0, *cuts]))
     assert len(payload) - cuts[-1] < 2 << 16
     for hostile in ("a" * (2 << 20), " " * (2 << 20), "!a\u0301" * (1 << 19)):
-        start = time.perf_counter()
         assert chunk_cuts(hostile, 1 << 16) == []
-        assert time.perf_counter() - start < 3.0  # one pass, tens of ns a character
 
 
 def test_listed_characters_have_the_class_the_rules_assume() -> None:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import time
 from collections import Counter
 
 import pytest
@@ -58,17 +57,11 @@ def test_enum_values_are_stable() -> None:
     assert [t.value for t in ContentType] == ["json", "prose", "code", "cjk", "base64", "other"]
 
 
-def test_cost_does_not_grow_with_size() -> None:
-    # 20 MB of indented JSON ending in a newline: only a bounded head and tail are read.
-    # Measured 0.03 ms; stripping the whole text, as an earlier version did, took 17 ms.
+def test_a_long_text_is_classified_from_its_head_and_tail() -> None:
+    # 20 MB of indented JSON ending in a newline (what that costs: tests.bench.engine_bounds).
     text = '[{"id": 1, "name": "x"},\n' * 800_000 + "]\n"
     assert len(text) > 1000 * SAMPLE_CHARS
-    best = float("inf")
-    for _ in range(3):
-        start = time.perf_counter()
-        assert classify(text) is ContentType.JSON
-        best = min(best, time.perf_counter() - start)
-    assert best < 0.005
+    assert classify(text) is ContentType.JSON
 
 
 @settings(max_examples=300, deadline=None)

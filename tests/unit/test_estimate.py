@@ -8,7 +8,6 @@ small margin; a change to the weights or the features that makes any type worse 
 
 from __future__ import annotations
 
-import time
 from typing import Any
 
 import pytest
@@ -198,24 +197,6 @@ def test_large_input_estimate_stays_close_to_the_exact_count(
     assert abs(_signed_error(estimate_tokens(text), exact)) <= AGGREGATE_BOUND  # measured -0.5%
 
 
-def _best_seconds(func: Any, repeat: int = 5) -> float:
-    best = float("inf")
-    for _ in range(repeat):
-        start = time.perf_counter()
-        func()
-        best = min(best, time.perf_counter() - start)
-    return best
-
-
-def test_throughput_on_one_megabyte_of_json(validation: dict[str, list[tuple[str, int]]]) -> None:
-    # Measured 100-200 MB/s on the 2-core test machine; the bound only catches a fall
-    # back to per-character Python (a few MB/s).
-    block = "".join(text for text, _ in validation["json_compact"])
-    text = (block * (1_000_000 // len(block) + 1))[:1_000_000]
-    megabytes_per_second = 1.0 / _best_seconds(lambda: estimate_tokens(text))
-    assert megabytes_per_second >= 40
-
-
 @pytest.mark.parametrize(
     "text",
     [
@@ -227,7 +208,6 @@ def test_throughput_on_one_megabyte_of_json(validation: dict[str, list[tuple[str
     ],
     ids=["letter", "zero-width-space", "lone-surrogate", "emoji", "nul-newline"],
 )
-def test_hostile_multi_megabyte_input_is_fast_and_positive(text: str) -> None:
-    seconds = _best_seconds(lambda: estimate_tokens(text), repeat=1)
+def test_hostile_multi_megabyte_input_is_estimated_positive(text: str) -> None:
+    # What it costs: tests.bench.engine_bounds.
     assert estimate_tokens(text) > 0
-    assert seconds < 0.5

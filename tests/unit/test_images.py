@@ -7,7 +7,6 @@ import io
 import math
 import random
 import struct
-import time
 import wave
 from collections.abc import Callable
 from typing import Any
@@ -322,15 +321,6 @@ def test_jpeg_marker_walk_is_bounded() -> None:
 # --------------------------------------------------------------------------- bounded work
 
 
-def best_of(runs: int, call: Callable[[], object]) -> float:
-    timings = []
-    for _ in range(runs):
-        start = time.perf_counter()
-        call()
-        timings.append(time.perf_counter() - start)
-    return min(timings)
-
-
 def jpeg_behind_many_app_segments(count: int) -> bytes:
     """A real JPEG whose frame header sits behind `count` full 64 KiB APP15 segments."""
     app = b"\xff\xef\xff\xff" + bytes(0xFFFF - 2)
@@ -352,22 +342,16 @@ def big_payloads() -> dict[str, tuple[bytes, str]]:
 
 
 @pytest.mark.parametrize("name", ["bmp", "png", "jpeg-300-app-segments"])
-def test_reading_a_20_mb_base64_image_is_bounded(
+def test_the_size_of_a_20_mb_base64_image_is_read(
     big_payloads: dict[str, tuple[bytes, str]], name: str
 ) -> None:
     data, text = big_payloads[name]
     assert len(data) > 19_000_000
     wrapped = mime_wrapped(data)
     expected = pillow_size(data)
+    # Read from a few decoded windows (what that costs: tests.bench.engine_bounds).
     assert image_size_from_base64(text) == expected
     assert image_size_from_base64(wrapped) == expected
-    ours = max(
-        best_of(5, lambda: image_size_from_base64(text)),
-        best_of(5, lambda: image_size_from_base64(wrapped)),
-    )
-    full_decode = best_of(2, lambda: base64.b64decode(text))
-    assert ours < 0.005, f"{name}: {ours * 1e3:.2f} ms"
-    assert ours * 10 < full_decode, f"{name}: {ours * 1e3:.2f} ms vs decode {full_decode * 1e3:.1f} ms"
 
 
 # --------------------------------------------------------------------------- provider formulas

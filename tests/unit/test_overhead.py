@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import re
-import time
 from typing import Any
 
 from opentelemetry.instrumentation.mcp_tokens.engine import blocks
@@ -140,7 +139,8 @@ def test_large_pretty_json_is_sampled_close_to_the_exact_value(counter: TokenCou
     assert abs(overhead.tokens - exact) / exact < 0.05
 
 
-def test_formatting_of_a_1mb_block_costs_far_less_than_counting_it(counter: TokenCounter) -> None:
+def test_formatting_of_a_1mb_block_counts_samples_never_the_block_again(counter: TokenCounter) -> None:
+    # What it costs against counting is `tests.bench.engine_bounds`'s to check.
     records = [{"id": i, "text": f"line {i} of the report"} for i in range(25_000)]
     pretty = json.dumps(records, indent=1)
     payload_blocks = list(blocks.tool_result_blocks({"content": [{"type": "text", "text": pretty}]}))
@@ -150,14 +150,8 @@ def test_formatting_of_a_1mb_block_costs_far_less_than_counting_it(counter: Toke
         calls.append(len(text))
         return counter.count(text).tokens
 
-    start = time.perf_counter()
-    tokens = counter.count(pretty).tokens
-    counting = time.perf_counter() - start
-    start = time.perf_counter()
-    find_overhead(payload_blocks, [tokens], count)
-    formatting = time.perf_counter() - start
+    find_overhead(payload_blocks, [counter.count(pretty).tokens], count)
     assert sum(calls) <= 2 * 64 * 1024  # two sample counts, never the whole block again
-    assert formatting < 0.5 * counting
 
 
 def test_strip_json_whitespace_keeps_strings_intact() -> None:

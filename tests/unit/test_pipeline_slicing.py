@@ -10,19 +10,19 @@ a bounded frame per step.
 from __future__ import annotations
 
 import sys
-import time
 
 import pytest
 from opentelemetry.instrumentation.mcp_tokens import channel
-from opentelemetry.instrumentation.mcp_tokens import worker as worker_module
-from opentelemetry.instrumentation.mcp_tokens.analyst import Analyst, Findings
+from opentelemetry.instrumentation.mcp_tokens.analyst import Analyst, job_of
 from opentelemetry.instrumentation.mcp_tokens.config import Settings
 from opentelemetry.instrumentation.mcp_tokens.engine import compact
 from opentelemetry.instrumentation.mcp_tokens.engine.analysis import Analysis, Analyzer, PayloadKind
 from opentelemetry.instrumentation.mcp_tokens.engine.blocks import payload_weight
 from opentelemetry.instrumentation.mcp_tokens.exchange import Exchange, Side
-from opentelemetry.instrumentation.mcp_tokens.helper import ThreadLink
-from opentelemetry.instrumentation.mcp_tokens.worker import _pause_hook
+from opentelemetry.instrumentation.mcp_tokens.pacing import Pacing
+from opentelemetry.instrumentation.mcp_tokens.thread_link import ThreadLink
+
+PACING = Pacing()
 
 
 def _text(chars: int) -> dict[str, object]:
@@ -39,9 +39,9 @@ def _tools(count: int) -> dict[str, object]:
 
 CASES = [
     ("tools/call", _text(1_000), False),
-    ("tools/call", _text(worker_module.SLICE_FROM_CHARS), True),
+    ("tools/call", _text(PACING.slice_from_chars), True),
     ("tools/call", _blocks(3), False),
-    ("tools/call", _blocks(worker_module.SLICE_FROM_NODES), True),
+    ("tools/call", _blocks(PACING.slice_from_nodes), True),
     ("tools/list", _tools(2), False),
     ("tools/list", _tools(2_000), True),
 ]
@@ -64,9 +64,9 @@ def test_sending_goes_in_frames_of_bounded_size_whatever_the_payload(payload: di
     """The worker takes one frame per step and checks its budget between steps, so a frame
     (the JSON a step encodes) must stay small however many values or characters there are."""
     exchange = _exchange("tools/call", payload)
-    job = worker_module.job_of(exchange, 1, False)
+    job = job_of(exchange, 1)
     sizes = [len(frame) for frame in channel.job_frames(job, exchange.request, exchange.response)]
-    assert max(sizes) <= channel.PIECE_BYTES + compact.STEP_CHARS * 4 + channel.HEADER.size
+    assert max(sizes) <= PACING.piece_bytes + compact.STEP_CHARS * 4 + channel.HEADER.size
     assert len(sizes) > 4
 
 
@@ -84,27 +84,20 @@ def test_heavy_exchanges_are_analysed_sliced_on_the_thread_link(
     monkeypatch.setattr(Analyzer, "analyze", watching)
     link = ThreadLink(Settings())
     try:
-        exchange = _exchange(method, response)
-        job = worker_module.job_of(exchange, 1, False)
-        request = exchange.request if job.request_kind else None
-        list(link.sender(job, request, exchange.response))
-        deadline = time.monotonic() + 60
-        arrived: list[object] = []
-        while not any(isinstance(m, Findings) for m in arrived):
-            assert time.monotonic() < deadline
-            arrived.extend(link.receive())
-            time.sleep(0.01)
+        assert all(step is True for step in link.sender(_exchange(method, response), 1, False))
+        assert [findings.seq for findings in link.receive()] == [1]
     finally:
         link.close()
     assert seen, "the exchange was not analysed"
-    assert all((hook is _pause_hook) is hooked for hook in seen)
+    assert all((hook is not None) is hooked for hook in seen)
+    assert sys.getprofile() is None
 
 
 def test_the_analysis_on_a_thread_pauses_between_its_steps(monkeypatch: pytest.MonkeyPatch) -> None:
     pauses: list[int] = []
     analyst = Analyst(Settings(), pause=lambda: pauses.append(1))
     exchange = _exchange("tools/call", _text(100))
-    analyst.analyse(worker_module.job_of(exchange, 1, False), exchange.request, exchange.response)
+    analyst.analyse(job_of(exchange, 1), exchange.request, exchange.response)
     assert len(pauses) >= 2
 
 

@@ -5,12 +5,12 @@ from __future__ import annotations
 import pytest
 from opentelemetry import context
 from opentelemetry.instrumentation.mcp_tokens import budget_scope
-from opentelemetry.instrumentation.mcp_tokens.exchange import BudgetRef
 from opentelemetry.instrumentation.mcp_tokens.patches.propagation import (
     budget_scope_of,
     explicit_budget_scope,
     inject_meta,
 )
+from opentelemetry.instrumentation.mcp_tokens.scope import BudgetRef
 
 
 def test_a_scope_and_its_window_round_trip_through_meta() -> None:

@@ -292,7 +292,8 @@ def test_html_escapes_every_peer_supplied_name(report: Report) -> None:
     page = render_html(report, max_rows=100)
     assert "<script>" not in page and "\x1b" not in page
     assert "&lt;script&gt;alert(1)&lt;/script&gt;" in page and "\\x1b[31m" in page
-    assert page.count("<table>") == 4
+    # Operations, budgets, definitions, tools never called, instrumentation cost.
+    assert page.count("<table>") == 5
 
 
 def test_markdown_keeps_names_inert(report: Report) -> None:
@@ -339,6 +340,7 @@ def test_json_report_has_every_field(report: Report) -> None:
         "duration_s": search["duration_s"],
         "errors": 1,
         "encodings": ["o200k_base"],
+        "cost": None,
     }
     assert search["duration_s"]["count"] == 2 and search["duration_s"]["max"] == 0.2
     assert document["verdict"] == {

@@ -13,7 +13,6 @@ import socket
 import subprocess
 import sys
 import threading
-import time
 from pathlib import Path
 from typing import Any
 from unittest import mock
@@ -428,10 +427,8 @@ def test_loader_loads_in_the_background_once() -> None:
         assert not loader.ready()
         loader.start()
         loader.start()
-        started = time.perf_counter()
         assert not loader.ready()
-        assert not loader.wait(0.01)
-        assert time.perf_counter() - started < 1.0
+        assert not loader.wait(0.01)  # its timeout, not the loading (which waits for `release`)
         release.set()
         assert loader.wait(10)
     assert loader.ready()

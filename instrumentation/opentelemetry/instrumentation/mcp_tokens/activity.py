@@ -1,19 +1,16 @@
 """The activity board: whether this process's MCP operations are running, for its helper.
 
-The analysis helper (helper.py) runs on CPU the application does not need, at the lowest
-priority, but on a machine with few cores lowest is not nothing: a waking thread of the
-application may wait for the helper's time slice to end (several milliseconds on Linux's
-EEVDF scheduler), and that wait lands on a call. So the helper stops between two pieces of
-work while the application has an operation in flight, the way the worker thread does.
+The analysis helper (helper.py) runs at the lowest priority, but on a machine with few
+cores lowest is not nothing: a waking thread of the application may wait for the helper's
+time slice to end, and that wait lands on a call. So the helper stops between two pieces
+of work while the application has an operation in flight, as the worker thread does.
 
-The board is three doubles in a shared memory file (Linux `memfd_create`) that the
-application writes and its helper reads: how many operations are in flight, the
-`time.monotonic()` (CLOCK_MONOTONIC, the same clock in every process) from which the last
-response path is likely over, and the share of a core the helper may take beside calls in
-flight (the worker's reading of the machine's idle CPU, cpu.py). A write is three stores
-into mapped memory (no system call), cheap enough for every operation's start and end.
-Reads and writes are not atomic together: a torn read makes one pause a little early or
-late, nothing more.
+The board is two doubles in a shared memory file (Linux `memfd_create`) that the
+application writes (inflight.py) and its helper reads: how many operations are in flight,
+and the `time.monotonic()` (the same clock in every process) from which the last response
+path is likely over. A write is two stores into mapped memory, no system call, cheap
+enough for every operation's start and end. A torn read makes one pause end a little early
+or late, nothing more.
 """
 
 from __future__ import annotations
@@ -23,15 +20,16 @@ import mmap
 import os
 import time
 
-_SLOTS = 3  # in flight, quiet from, the helper's share beside calls
-_SIZE = 8 * _SLOTS
+from .cpu import SpareCpu
+from .pacing import PACING, Pacing
+
+_SIZE = 16  # two doubles: in flight, quiet from
 
 
 class ActivityBoard:
     def __init__(self, fd: int, *, writable: bool) -> None:
-        access = mmap.ACCESS_WRITE if writable else mmap.ACCESS_READ
         self._fd = fd
-        self._map = mmap.mmap(fd, _SIZE, access=access)
+        self._map = mmap.mmap(fd, _SIZE, access=mmap.ACCESS_WRITE if writable else mmap.ACCESS_READ)
         self._slots = memoryview(self._map).cast("d")
 
     @classmethod
@@ -62,15 +60,9 @@ class ActivityBoard:
     def fileno(self) -> int:
         return self._fd
 
-    def publish(self, in_flight: int, quiet_from: float, share_alongside: float) -> None:
-        slots = self._slots
-        slots[0] = in_flight
-        slots[1] = quiet_from
-        slots[2] = share_alongside
-
-    def alongside(self) -> bool:
-        """Whether the machine has idle CPU for the helper beside calls in flight."""
-        return self._slots[2] > 0
+    def publish(self, in_flight: int, quiet_from: float) -> None:
+        self._slots[0] = in_flight
+        self._slots[1] = quiet_from
 
     def busy(self) -> bool:
         slots = self._slots
@@ -85,37 +77,26 @@ class ActivityBoard:
 
 
 class QuietWaiter:
-    """The helper's pause: while the board says the application is busy, sleep in short
-    steps. Until the exchange in hand is `not_after` (`HELPER_MAX_WAIT_S` past its
-    response, as the worker waits at most 1 s after a response); past it, the helper works
-    alongside the calls only if the board says the machine has idle CPU for it (cpu.py)
-    and the worker did not send the exchange to be held, and otherwise waits on for a
-    quiet moment, looking less often: under sustained load on a machine without idle
-    cores, what the helper holds waits, and what it cannot hold is dropped and counted."""
+    """The helper's pause between two pieces of work: while the board says the application
+    is busy, sleep in `helper_poll_s` steps, until the job in hand is `helper_max_wait_s`
+    past its response (as the worker waits); past that, work beside the calls if the
+    machine has idle CPU for it (cpu.py), else wait on for a quiet moment."""
 
-    POLL_S = 0.002
-    PATIENT_POLL_S = 0.02
-
-    def __init__(self, board: ActivityBoard | None) -> None:
+    def __init__(
+        self, board: ActivityBoard | None, pacing: Pacing = PACING, spare: SpareCpu | None = None
+    ) -> None:
         self._board = board
+        self._pacing = pacing
+        self._spare = spare or SpareCpu(pacing)
         self._not_after = 0.0
-        self._may_go_alongside = True
 
-    def begin(self, not_after: float, *, hold: bool = False) -> None:
-        """A new exchange, not to be held past `not_after` (a `time.time()`) if the machine
-        has CPU to spare; with `hold`, held for a quiet moment however long the calls go on."""
-        self._not_after = not_after
-        self._may_go_alongside = not hold
+    def begin(self, response_end_s: float) -> None:
+        """A new job, whose response completed at `response_end_s` (a `time.time()`)."""
+        self._not_after = response_end_s + self._pacing.helper_max_wait_s
 
     def wait(self) -> None:
         board = self._board
-        if board is None:
-            return
-        while board.busy():
-            remaining = self._not_after - time.time()
-            if remaining > 0:
-                time.sleep(min(self.POLL_S, remaining))
-            elif self._may_go_alongside and board.alongside():
+        while board is not None and board.busy():
+            if time.time() >= self._not_after and self._spare.for_helper():
                 return
-            else:
-                time.sleep(self.PATIENT_POLL_S)
+            time.sleep(self._pacing.helper_poll_s)

@@ -20,6 +20,7 @@ import logging
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from . import semconv
 from .config import Settings
@@ -28,38 +29,54 @@ from .engine.compact import compact_json
 from .engine.estimate import EstimateTokenizer
 from .engine.ledger import BudgetLedger, BudgetSnapshot
 from .engine.tokenizer import TokenCounter, TokenizerLoader, TokenizerSpec
-from .exchange import BUDGETED_METHODS, BudgetRef, Side
 from .labels import LabelFolder, ServerLabels, SharedListings, clean_text
+from .pacing import PACING, Pacing
+
+if TYPE_CHECKING:
+    from .exchange import Exchange
 
 _logger = logging.getLogger(__name__)
-
-# An exchange whose response completed this long before its analysis starts is estimated
-# instead of counted: exact counting has fallen that far behind (sustained overload).
-MAX_BACKLOG_S = 5.0
-# Findings that come back later than this after the exchange was sent are given up by the
-# worker (counted as `overload`); the helper does not analyse exchanges this old.
-ANSWER_WITHIN_S = 60.0
 
 
 @dataclass(frozen=True, slots=True)
 class Job:
-    """One finished exchange, as the analysis needs it (the span stays behind)."""
+    """One finished exchange, as the analysis needs it (the span stays behind). Plain
+    values only: the helper unpickles it without the instrumented process's modules."""
 
     seq: int
-    side: Side
+    side: str  # semconv.SIDE_CLIENT or SIDE_SERVER
     method: str
     target: str | None
     server_name: str | None
     error_type: str | None
-    budget: BudgetRef | None
     end_ns: int
     request_kind: PayloadKind | None
     response_kind: PayloadKind | None
+    # The budget scope charged (budgeted operations only), and its context window.
+    budget_key: str | None = None
+    context_window: int | None = None
     # The sender's queue is half full: exact counting cannot keep up, estimate.
     behind: bool = False
-    # Sent while the application's calls go on and the helper's share of CPU beside them
-    # is spent (cpu.py): analyse it in the next quiet moment, never alongside the calls.
-    hold: bool = False
+
+
+def job_of(exchange: Exchange, seq: int, behind: bool = False) -> Job:
+    """The analysis' view of a finished exchange."""
+    budget = exchange.charged_budget
+    request_kind, response_kind = exchange.request_kind, exchange.response_kind
+    return Job(
+        seq=seq,
+        side=exchange.side.value,
+        method=exchange.method,
+        target=exchange.target,
+        server_name=exchange.server_name,
+        error_type=exchange.error_type,
+        end_ns=exchange.end_ns,
+        request_kind=None if request_kind is None else PayloadKind(request_kind),
+        response_kind=None if response_kind is None else PayloadKind(response_kind),
+        budget_key=None if budget is None else budget.key,
+        context_window=None if budget is None else budget.context_window,
+        behind=behind,
+    )
 
 
 @dataclass(frozen=True, slots=True)
@@ -105,12 +122,14 @@ class Analyst:
     def __init__(
         self,
         settings: Settings,
+        pacing: Pacing = PACING,
         *,
         counting_threads: int | None = None,
         chunk_chars: int = 1 << 20,
         pause: Callable[[], None] = _no_pause,
     ) -> None:
         self.settings = settings
+        self._pacing = pacing
         self.loader = TokenizerLoader(
             TokenizerSpec(settings.encoding, settings.tokenizer_file, settings.tokenizer_pattern)
         )
@@ -123,7 +142,7 @@ class Analyst:
                 max_scopes=settings.max_scopes,
                 idle_ttl=settings.scope_idle_ttl,
             )
-            for side in Side
+            for side in (semconv.SIDE_CLIENT, semconv.SIDE_SERVER)
         }
         self.labels = ServerLabels(settings.max_label_values)
         self._shared_listings = SharedListings()
@@ -227,20 +246,16 @@ class Analyst:
         definitions = _folded_definitions(response, targets)
         if definitions is None or server != semconv.OTHER_VALUE or not job.server_name:
             return definitions
-        return self._shared_listings.combine(job.side.value, job.server_name, definitions)
+        return self._shared_listings.combine(job.side, job.server_name, definitions)
 
     def _is_backlog(self, job: Job) -> bool:
-        """Whether to estimate: the sender is behind, or the exchange waited `MAX_BACKLOG_S`.
+        """Whether to estimate: the sender is behind, or the exchange waited `max_backlog_s`.
         Exchanges that waited for the tokenizer to load are counted (start-up is not
-        overload), and so are exchanges held for a quiet moment (their wait was for the
-        calls, not for the counting); without an exact tokenizer there is nothing cheaper
-        to fall back to."""
+        overload); without an exact tokenizer there is nothing cheaper to fall back to."""
         loaded_ns = self.loader.loaded_ns
         if loaded_ns == 0 or job.end_ns < loaded_ns or not self.analyzer().counter.exact:
             return False
-        if job.behind:
-            return True
-        return not job.hold and time.time_ns() - job.end_ns >= MAX_BACKLOG_S * 1e9
+        return job.behind or time.time_ns() - job.end_ns >= self._pacing.max_backlog_s * 1e9
 
     def _server_label(self, name: str | None, admitted: list[tuple[str | None, str]]) -> str:
         if name and self.labels.servers.admit(name):
@@ -250,14 +265,14 @@ class Analyst:
     def _charge_budget(
         self, job: Job, server: str, request: Analysis | None, response: Analysis | None
     ) -> BudgetSnapshot | None:
-        ref = job.budget
-        if ref is None or job.method not in BUDGETED_METHODS:
+        key = job.budget_key
+        if key is None:
             return None
         ledger = self.ledgers[job.side]
         if job.method == "tools/list" and response is not None:
-            return ledger.set_definitions(ref.key, server, response.tokens, context_window=ref.context_window)
+            return ledger.set_definitions(key, server, response.tokens, context_window=job.context_window)
         tokens = sum(a.tokens for a in (request, response) if a is not None)
-        return ledger.add(ref.key, tokens, context_window=ref.context_window)
+        return ledger.add(key, tokens, context_window=job.context_window)
 
     def _content(self, job: Job, request: object, response: object) -> tuple[str | None, str | None]:
         if not self.settings.capture_content or job.method != "tools/call":

@@ -3,7 +3,7 @@
 Every message is a frame: a one-byte kind, a four-byte big-endian length, the body.
 
     instrumented process -> helper          helper -> instrumented process
-    SETTINGS  pickled Settings (first)      READY     pickled AnalystStatus (once)
+    SETTINGS  pickled (Settings, Pacing)    READY     pickled AnalystStatus (once)
     JOB       pickled (Job, has_request,    FINDINGS  pickled Findings (one per job)
               has_response)
     PIECE     UTF-8 of a payload's JSON
@@ -12,10 +12,10 @@ Every message is a frame: a one-byte kind, a four-byte big-endian length, the bo
     END       the payload is complete
 
 A payload (the request's, then the response's, each when present) is its compact JSON
-(`engine/compact.py`) with its long strings set aside: PIECE frames of at most
-`PIECE_BYTES`, then for each long string an ASIDE frame and TEXT frames, and an END. Long
-strings (a tool result's text) go as their UTF-8, which costs a copy where JSON escaping
-would cost about 5 ms per MB. Everything is encoded a piece at a time, so the sender
+(`engine/compact.py`) with its long strings set aside: PIECE frames of about
+`Pacing.piece_bytes`, then for each long string an ASIDE frame and TEXT frames, and an
+END. Long strings (a tool result's text) go as their UTF-8, which costs a copy where JSON
+escaping would cost more. Everything is encoded a piece at a time, so the sender
 holds the GIL for one short step at a time and never a second copy of a large payload.
 The helper parses the JSON, puts the long strings back in their places and has the same
 values (lone surrogates survive as `surrogatepass` UTF-8).
@@ -30,10 +30,13 @@ import json
 import pickle
 import struct
 from collections.abc import Iterator
-from typing import IO, Any
+from typing import IO, TYPE_CHECKING, Any
 
-from .analyst import Job
 from .engine.compact import Path, iter_compact_json
+from .pacing import PACING
+
+if TYPE_CHECKING:
+    from .analyst import Job
 
 HEADER = struct.Struct("!cI")
 SETTINGS = b"S"
@@ -44,9 +47,6 @@ TEXT = b"T"
 END = b"E"
 READY = b"R"
 FINDINGS = b"F"
-
-# About the most UTF-8 a frame carries: encoding that much JSON takes up to 0.3 ms.
-PIECE_BYTES = 64 << 10
 _PICKLE_PROTOCOL = pickle.HIGHEST_PROTOCOL
 
 
@@ -59,40 +59,40 @@ def message(kind: bytes, value: object) -> bytes:
     return frame(kind, pickle.dumps(value, _PICKLE_PROTOCOL))
 
 
-def job_frames(job: Job, request: object, response: object) -> Iterator[bytes]:
+def job_frames(
+    job: Job, request: object, response: object, piece_bytes: int = PACING.piece_bytes
+) -> Iterator[bytes]:
     """The frames of one job, produced lazily: each step encodes one short piece (the C
     encoder is given at most `compact.STEP_CHARS` characters or 2048 values a step) and
     yields a frame when one is complete, else b"" (a step, and nothing to send yet)."""
     yield message(JOB, (job, request is not None, response is not None))
     for payload in (request, response):
         if payload is not None:
-            yield from _payload_frames(payload)
+            yield from _payload_frames(payload, piece_bytes)
 
 
-def _payload_frames(payload: object) -> Iterator[bytes]:
+def _payload_frames(payload: object, piece_bytes: int) -> Iterator[bytes]:
     aside: list[tuple[Path, str]] = []
-    yield from _pieces(
-        PIECE,
-        (
-            piece.encode("utf-8", "surrogatepass")
-            for piece in iter_compact_json(payload, lambda path, text: aside.append((path, text)))
-        ),
+    pieces = (
+        piece.encode("utf-8", "surrogatepass")
+        for piece in iter_compact_json(payload, lambda path, text: aside.append((path, text)))
     )
+    yield from _pieces(PIECE, pieces, piece_bytes)
     for path, text in aside:
         yield message(ASIDE, path)
-        yield from _pieces(TEXT, _utf8_slices(text))
+        yield from _pieces(TEXT, _utf8_slices(text, piece_bytes), piece_bytes)
     yield frame(END)
 
 
-def _pieces(kind: bytes, chunks: Iterator[bytes]) -> Iterator[bytes]:
-    """Frames of `kind` holding the chunks, about `PIECE_BYTES` each; b"" after a chunk
+def _pieces(kind: bytes, chunks: Iterator[bytes], piece_bytes: int) -> Iterator[bytes]:
+    """Frames of `kind` holding the chunks, about `piece_bytes` each; b"" after a chunk
     that does not complete one."""
     pending: list[bytes] = []
     size = 0
     for data in chunks:
         pending.append(data)
         size += len(data)
-        if size >= PIECE_BYTES:
+        if size >= piece_bytes:
             yield frame(kind, b"".join(pending))
             pending, size = [], 0
         else:
@@ -101,9 +101,9 @@ def _pieces(kind: bytes, chunks: Iterator[bytes]) -> Iterator[bytes]:
         yield frame(kind, b"".join(pending))
 
 
-def _utf8_slices(text: str) -> Iterator[bytes]:
-    # Characters per slice: at most PIECE_BYTES of UTF-8 even when every one takes 4 bytes.
-    step = PIECE_BYTES // 4
+def _utf8_slices(text: str, piece_bytes: int) -> Iterator[bytes]:
+    # Characters per slice: at most piece_bytes of UTF-8 even when every one takes 4 bytes.
+    step = max(1, piece_bytes // 4)
     for start in range(0, len(text), step):
         yield text[start : start + step].encode("utf-8", "surrogatepass")
 

@@ -28,6 +28,14 @@ PREFIX = "OTEL_INSTRUMENTATION_MCP_TOKENS_"
 ANALYSIS_PROCESS = "process"
 ANALYSIS_THREAD = "thread"
 CAPTURE_CONTENT_ENV = "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT"
+# What the guard does to a result over its limit (GUARD), and to one that would take its
+# budget scope past the context window (GUARD_BUDGET); see guard/.
+GUARD_OFF = "off"
+GUARD_WARN = "warn"
+GUARD_TRUNCATE = "truncate"
+GUARD_REJECT = "reject"
+GUARD_MODES = (GUARD_OFF, GUARD_WARN, GUARD_TRUNCATE, GUARD_REJECT)
+GUARD_BUDGET_MODES = (GUARD_OFF, GUARD_TRUNCATE, GUARD_REJECT)
 
 
 @dataclass(frozen=True)
@@ -49,6 +57,19 @@ class Settings:
     capture_content: bool = False
     content_max_chars: int = 4096
     analysis: str = ANALYSIS_PROCESS
+    guard: str = GUARD_OFF
+    guard_max_result_tokens: int = 25_000
+    # (tool name, limit) pairs; a limit of 0 lifts the limit for that tool.
+    guard_tool_limits: tuple[tuple[str, int], ...] = ()
+    guard_budget: str = GUARD_OFF
+    guard_repeat_limit: int = 0
+    guard_repeat_window: float = 60.0
+    guard_notice: str | None = None
+
+    @property
+    def guard_enabled(self) -> bool:
+        """Whether any guard acts on results (everything guard-related is skipped otherwise)."""
+        return self.guard != GUARD_OFF or self.guard_budget != GUARD_OFF
 
     @classmethod
     def load(
@@ -68,7 +89,7 @@ class Settings:
             if name not in _PARSERS:
                 _logger.warning("mcp-tokens: unknown setting %r ignored", name)
                 continue
-            parsed = _parse(name, name, value) if isinstance(value, str) else value
+            parsed = _parse(name, name, value) if isinstance(value, str) else _coerce(name, value)
             if parsed is not _INVALID:
                 values[name] = parsed
         return cls(**values)
@@ -116,6 +137,36 @@ def _analysis_mode(text: str) -> str:
     return mode
 
 
+def _choice(choices: tuple[str, ...]) -> Callable[[str], str]:
+    def parse(text: str) -> str:
+        value = text.strip().lower()
+        if value not in choices:
+            raise ValueError("must be one of " + ", ".join(choices))
+        return value
+
+    return parse
+
+
+def _non_negative_int(text: str) -> int:
+    value = int(text.strip())
+    if value < 0:
+        raise ValueError("must be a non-negative integer")
+    return value
+
+
+def _tool_limits(text: str) -> tuple[tuple[str, int], ...]:
+    """`name=tokens,name=tokens` (0: no limit for that tool)."""
+    limits: dict[str, int] = {}
+    for entry in text.split(","):
+        if not entry.strip():
+            continue
+        name, separator, value = entry.rpartition("=")
+        if not separator or not name.strip():
+            raise ValueError(f"{entry.strip()!r} is not name=tokens")
+        limits[name.strip()] = _non_negative_int(value)
+    return tuple(limits.items())
+
+
 _PARSERS: dict[str, Callable[[str], Any]] = {
     "encoding": _text,
     "tokenizer_file": _text,
@@ -134,7 +185,25 @@ _PARSERS: dict[str, Callable[[str], Any]] = {
     "capture_content": _boolean,
     "content_max_chars": _positive_int,
     "analysis": _analysis_mode,
+    "guard": _choice(GUARD_MODES),
+    "guard_max_result_tokens": _positive_int,
+    "guard_tool_limits": _tool_limits,
+    "guard_budget": _choice(GUARD_BUDGET_MODES),
+    "guard_repeat_limit": _non_negative_int,
+    "guard_repeat_window": _positive_float,
+    "guard_notice": _text,
 }
+
+
+def _coerce(name: str, value: Any) -> Any:
+    """A keyword given as a Python value: `guard_tool_limits` may be a mapping."""
+    if name == "guard_tool_limits" and isinstance(value, Mapping):
+        try:
+            return tuple((str(tool), _non_negative_int(str(limit))) for tool, limit in value.items())
+        except ValueError as exc:
+            _logger.warning("mcp-tokens: ignoring guard_tool_limits=%r (%s); using the default", value, exc)
+            return _INVALID
+    return value
 
 
 def _parse(name: str, source: str, raw: str) -> Any:

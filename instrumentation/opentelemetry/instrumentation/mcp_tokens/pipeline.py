@@ -3,51 +3,70 @@
 Patches call `Pipeline.submit(exchange)` when a response completes (or fails). The
 worker (worker.py) sends the exchange's wire payloads to the analysis (analyst.py, in a
 helper process), and when its findings come back, the pipeline records the metrics,
-annotates the span and ends it at the time the response completed. Counts are deferred
-while the tokenizer loads, never estimated because of start-up.
+annotates the span and ends it at the time the response completed. The analysis starts
+with the first exchange; counts are deferred while its tokenizer loads, never estimated
+because of start-up.
 """
 
 from __future__ import annotations
 
+import functools
 import logging
+from typing import TYPE_CHECKING
 
 from opentelemetry.metrics import Meter
 from opentelemetry.trace import Span
 from opentelemetry.util.types import AttributeValue
 
 from . import semconv
-from .analyst import Findings
 from .config import Settings
-from .engine.analysis import Analysis
 from .exchange import Exchange
+from .gil import yield_gil
 from .labels import ServerLabels
+from .pacing import PACING, Pacing
 from .telemetry import Instruments, Recorder
-from .worker import AnalysisWorker, LinkFactory, open_link, yield_gil
+from .worker import AnalysisWorker, LinkFactory, open_link
+
+if TYPE_CHECKING:
+    from .analyst import Findings
+    from .engine.analysis import Analysis
 
 _logger = logging.getLogger(__name__)
 
 
 class Pipeline:
-    def __init__(self, settings: Settings, meter: Meter, *, link_factory: LinkFactory = open_link) -> None:
+    def __init__(
+        self,
+        settings: Settings,
+        meter: Meter,
+        *,
+        pacing: Pacing = PACING,
+        link_factory: LinkFactory = open_link,
+    ) -> None:
         self.settings = settings
         # The analysis decides which tool and prompt names become label values; these fold
         # alike (it replays what the analysis admitted) for exchanges it never sees.
         self.labels = ServerLabels(settings.max_label_values)
-        self.recorder = Recorder(Instruments(meter), pause=yield_gil)
-        self.worker = AnalysisWorker(settings, self._record, self._skip, link_factory=link_factory)
-
-    def start(self) -> None:
-        self.worker.start()
-
-    def shutdown(self, timeout: float = 5.0) -> None:
-        self.worker.stop(timeout)
+        self.recorder = Recorder(Instruments(meter), pause=functools.partial(yield_gil, pacing))
+        self.worker = AnalysisWorker(
+            settings, self._record, self._skip, pacing=pacing, link_factory=link_factory
+        )
 
     def submit(self, exchange: Exchange) -> None:
         """Hand a finished exchange to the worker; never blocks, never raises."""
         self.worker.submit(exchange)
 
+    def force_flush(self, timeout: float | None = None) -> bool:
+        """Wait until every exchange submitted so far is recorded or skipped (seconds)."""
+        return self.worker.force_flush(timeout)
+
+    def shutdown(self, timeout: float = 5.0) -> None:
+        """Record what is in hand (up to `timeout` seconds), then stop the analysis."""
+        self.worker.shutdown(timeout)
+
     def wait_ready(self, timeout: float | None = None) -> bool:
-        """Wait until the analysis has loaded its tokenizer (tests, benchmarks)."""
+        """Start the analysis now and wait until it has loaded its tokenizer (tests,
+        benchmarks: an application lets the first exchange start it)."""
         return self.worker.wait_ready(timeout)
 
     # --- on the worker thread --------------------------------------------------------------

@@ -16,11 +16,20 @@ from __future__ import annotations
 from collections.abc import Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
+from dataclasses import dataclass
 
 from opentelemetry import baggage, context
 
 from . import semconv
-from .exchange import BudgetRef
+
+
+@dataclass(frozen=True, slots=True)
+class BudgetRef:
+    """Which budget scope an exchange is charged to."""
+
+    key: str
+    context_window: int | None = None
+
 
 _current: ContextVar[BudgetRef | None] = ContextVar("mcp_tokens_budget_scope", default=None)
 

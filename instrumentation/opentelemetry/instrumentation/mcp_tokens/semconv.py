@@ -55,6 +55,13 @@ BUDGET_UTILIZATION: Final = "mcp_tokens.budget.utilization"
 BUDGET_LEVEL: Final = "mcp_tokens.budget.level"
 TOKENS_SKIPPED: Final = "mcp_tokens.skipped"
 
+# The guard (opt-in): what it did to a result, on the operation's span and an event.
+GUARD_EVENT: Final = "mcp_tokens.guard"
+GUARD_LIMIT: Final = "mcp_tokens.guard.limit"
+GUARD_ORIGINAL_TOKENS: Final = "mcp_tokens.guard.original_tokens"
+GUARD_ORIGINAL_EXACT: Final = "mcp_tokens.guard.original_exact"
+GUARD_DELIVERED_TOKENS: Final = "mcp_tokens.guard.delivered_tokens"
+
 PADDING_EVENT: Final = "mcp_tokens.padding"
 PADDING_REASON: Final = "mcp_tokens.padding.reason"
 PADDING_OFFSET: Final = "mcp_tokens.padding.offset"
@@ -74,6 +81,19 @@ SKIP_OVER_MAX_BYTES: Final = "over_max_bytes"  # estimated: larger than MAX_BYTE
 SKIP_NO_TOKENIZER: Final = "no_exact_tokenizer"  # estimated: the exact tokenizer did not load
 SKIP_ERROR: Final = "analysis_error"  # the analysis failed, or its helper exited with it
 SKIP_SHUTDOWN: Final = "shutdown"  # still queued when the instrumentation stopped
+
+GUARD_ACTION: Final = "mcp_tokens.guard.action"
+GUARD_REASON: Final = "mcp_tokens.guard.reason"
+GUARD_FAILURE: Final = "mcp_tokens.guard.failure"
+# Values of GUARD_ACTION, GUARD_REASON and GUARD_FAILURE.
+GUARD_TRUNCATED: Final = "truncated"
+GUARD_REJECTED: Final = "rejected"
+GUARD_WARNED: Final = "warned"
+GUARD_REASON_RESULT_LIMIT: Final = "result_limit"
+GUARD_REASON_BUDGET: Final = "budget"
+GUARD_REASON_REPEAT: Final = "repeat"
+GUARD_FAILURE_ERROR: Final = "error"  # the guard raised: the original result was delivered
+GUARD_FAILURE_NO_TOKENIZER: Final = "no_exact_tokenizer"  # no exact tiktoken tokenizer (yet)
 
 SIDE_CLIENT: Final = "client"
 SIDE_SERVER: Final = "server"
@@ -99,11 +119,16 @@ BUDGET_CROSSINGS: Final = "mcp_tokens.budget.crossings"
 PADDING_DETECTIONS: Final = "mcp_tokens.padding.detections"
 ANALYSIS_DURATION: Final = "mcp_tokens.analysis.duration"
 ANALYSIS_SKIPPED: Final = "mcp_tokens.analysis.skipped"
+GUARD_ACTIONS: Final = "mcp_tokens.guard.actions"
+GUARD_REMOVED: Final = "mcp_tokens.guard.removed"
+GUARD_FAILURES: Final = "mcp_tokens.guard.failures"
 
 # Semconv MCP duration advice (model/mcp/metrics.yaml), in seconds.
 DURATION_BUCKETS: Final = (0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1, 2, 5, 10, 30, 60, 120, 300)
 # Powers of four like gen_ai.client.token.usage, plus the default risk thresholds (1000,
-# 4000, 8000) so `le` buckets answer "how many responses were above high/critical".
+# 4000, 8000) so `le` buckets answer "how many responses were above high/critical", and
+# 25000, the result cap hosts apply by default (Claude Code's MAX_MCP_OUTPUT_TOKENS), so a
+# query counts exactly the responses such a host refuses.
 TOKEN_BUCKETS: Final = (
     1,
     4,
@@ -116,6 +141,7 @@ TOKEN_BUCKETS: Final = (
     4096,
     8000,
     16384,
+    25000,
     65536,
     262144,
     1048576,

@@ -11,17 +11,20 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable, Iterable, Mapping
+from typing import TYPE_CHECKING
 
 from opentelemetry.metrics import CallbackOptions, Meter, Observation
 from opentelemetry.trace import Span
 from opentelemetry.util.types import AttributeValue
 
 from . import semconv
-from .analyst import Findings
-from .engine.analysis import Analysis
-from .engine.ledger import BudgetSnapshot
 from .exchange import Exchange, Side
 from .labels import clean_text
+
+if TYPE_CHECKING:  # the analysis is imported at the first exchange (worker.open_link)
+    from .analyst import Findings
+    from .engine.analysis import Analysis
+    from .engine.ledger import BudgetSnapshot
 
 _Key = tuple[tuple[str, AttributeValue], ...]
 
@@ -301,3 +304,27 @@ class Recorder:
                         semconv.PADDING_BLOCK: finding.block,
                     },
                 )
+
+
+class GuardInstruments:
+    """The guard's counters (docs/telemetry.md, "The guard"): created only when a guard is on."""
+
+    def __init__(self, meter: Meter) -> None:
+        self.actions = CumulativeSum(
+            meter,
+            semconv.GUARD_ACTIONS,
+            unit="{result}",
+            description="Results the guard cut, refused or warned about, by action and reason.",
+        )
+        self.removed = CumulativeSum(
+            meter,
+            semconv.GUARD_REMOVED,
+            unit="{token}",
+            description="Tokens of guarded results that were not delivered.",
+        )
+        self.failures = CumulativeSum(
+            meter,
+            semconv.GUARD_FAILURES,
+            unit="{result}",
+            description="Results the guard delivered unchanged because it could not act (fail open).",
+        )

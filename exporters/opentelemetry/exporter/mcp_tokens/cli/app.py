@@ -24,6 +24,7 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
+from opentelemetry.exporter.mcp_tokens.textformat import plural, printable
 from opentelemetry.instrumentation.mcp_tokens.engine.risk import RiskTier
 
 from . import options
@@ -63,7 +64,6 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 def _one_line(message: str) -> str:
     """A message as one printable line: it may quote a server's stderr, names or URLs."""
-    from .texts import printable
 
     return printable(" ".join(message.splitlines()))
 
@@ -121,6 +121,7 @@ def build_parser() -> argparse.ArgumentParser:
         choices=[tier.value for tier in RiskTier],
         help="exit 1 when any tool's worst case (or measured call) is at or above this risk tier",
     )
+    options.add_host_cap(profile)
     profile.set_defaults(handler=_run_profile)
 
     lock = commands.add_parser(
@@ -221,7 +222,6 @@ def _risk_gate(result: Any, fail_on: str | None) -> int:
 
 def _run_lock(args: argparse.Namespace, command: tuple[str, ...]) -> int:
     from . import lockfile, profile
-    from .texts import plural
 
     target = options.required_target(args, command)
     settings = options.settings(args)

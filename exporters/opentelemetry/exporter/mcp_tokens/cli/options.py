@@ -5,9 +5,17 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import os
 from collections.abc import Callable
 from typing import Any, TypeVar
 
+from opentelemetry.exporter.mcp_tokens.report.economics import Price
+from opentelemetry.exporter.mcp_tokens.report.settings import (
+    CURRENCY,
+    PRICE_PER_MTOK,
+    parse_currency,
+    price_from,
+)
 from opentelemetry.instrumentation.mcp_tokens.engine.ledger import DEFAULT_CONTEXT_WINDOW
 from opentelemetry.instrumentation.mcp_tokens.engine.risk import DEFAULT_RISK_THRESHOLDS, RiskThresholds
 from opentelemetry.instrumentation.mcp_tokens.engine.tokenizer import BUNDLED
@@ -15,6 +23,7 @@ from opentelemetry.instrumentation.mcp_tokens.engine.tokenizer import BUNDLED
 from .connect import Limits, Target, ToolCall, Transport
 from .errors import CliError, ExitCode
 from .profile import Settings
+from .rules import DEFAULT_HOST_CAP
 from .static import Assumptions
 
 BUNDLED_ENCODINGS = tuple(sorted(BUNDLED))
@@ -143,6 +152,17 @@ def add_analysis(parser: argparse.ArgumentParser) -> None:
     )
 
 
+def add_host_cap(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--host-cap",
+        type=positive(int),
+        default=DEFAULT_HOST_CAP,
+        metavar="TOKENS",
+        help="flag tools whose worst case (or measured call) exceeds the result cap a host enforces "
+        "(default: %(default)s, Claude Code's MAX_MCP_OUTPUT_TOKENS)",
+    )
+
+
 def add_output(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--format",
@@ -159,7 +179,8 @@ def settings(args: argparse.Namespace) -> Settings:
         unbounded_string_chars=args.assume_string_chars,
         text_copy=not args.no_text_copy,
     )
-    return Settings(args.encoding, args.risk_thresholds, assumptions, args.context_window)
+    host_cap = getattr(args, "host_cap", DEFAULT_HOST_CAP)  # only `profile` takes --host-cap
+    return Settings(args.encoding, args.risk_thresholds, assumptions, args.context_window, host_cap)
 
 
 def limits(args: argparse.Namespace) -> Limits:
@@ -247,6 +268,20 @@ def add_top(parser: argparse.ArgumentParser) -> None:
         metavar="N",
         help="largest /metrics answer read (default: %(default)s)",
     )
+    parser.add_argument(
+        "--price-per-mtok",
+        type=_bounded(float, lambda value: math.isfinite(value) and value >= 0, "a number >= 0"),
+        default=None,
+        metavar="AMOUNT",
+        help="price per million model input tokens: show what the traffic costs "
+        f"(default: ${PRICE_PER_MTOK}, else no cost)",
+    )
+    parser.add_argument(
+        "--currency",
+        default=None,
+        metavar="CODE",
+        help=f"currency of --price-per-mtok (default: ${CURRENCY}, else USD)",
+    )
 
 
 def _in_range(low: int, high: int) -> Callable[[str], int]:
@@ -256,6 +291,12 @@ def _in_range(low: int, high: int) -> Callable[[str], int]:
 def top_options(args: argparse.Namespace) -> Any:
     from .top import TopOptions
 
+    currency = args.currency if args.currency is not None else os.environ.get(CURRENCY, "")
+    price: Price | None
+    if args.price_per_mtok is not None:
+        price = Price(args.price_per_mtok, parse_currency(currency))
+    else:
+        price = price_from(os.environ.get(PRICE_PER_MTOK, ""), currency, PRICE_PER_MTOK)
     return TopOptions(
         url=args.url,
         interval_s=args.interval,
@@ -263,4 +304,5 @@ def top_options(args: argparse.Namespace) -> Any:
         rows=args.rows,
         timeout_s=args.timeout,
         max_bytes=args.max_bytes,
+        price=price,
     )

@@ -49,6 +49,7 @@ class Settings:
     risk: RiskThresholds = DEFAULT_RISK_THRESHOLDS
     assumptions: Assumptions = field(default_factory=Assumptions)
     context_window: int = DEFAULT_CONTEXT_WINDOW
+    host_cap: int = rules.DEFAULT_HOST_CAP  # a result over this many tokens is refused by such hosts
 
 
 @dataclass(frozen=True)
@@ -189,6 +190,7 @@ def _tool_profile(
         call=measured,
         description_tokens=count(_description(tool)),
         open_world=_annotation(tool, "openWorldHint") is True,
+        host_cap=settings.host_cap,
     )
     title = tool.get("title")
     return ToolProfile(
@@ -235,6 +237,7 @@ def tool_facts(
     call: CallProfile | None,
     description_tokens: int,
     open_world: bool = False,
+    host_cap: int = rules.DEFAULT_HOST_CAP,
 ) -> rules.ToolFacts:
     stats, inputs = output.stats, definition.input_stats
     deepest = stats if stats.depth >= inputs.depth else inputs
@@ -271,6 +274,7 @@ def tool_facts(
         largest_enum_tokens=enum.largest_enum_tokens,
         text_copy=assumptions.text_copy,
         open_world=open_world,
+        host_cap=host_cap,
         nominal_note=" at the assumed sizes of its unbounded parts"
         if output.bound is Bound.UNBOUNDED
         else "",

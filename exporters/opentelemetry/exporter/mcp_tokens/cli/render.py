@@ -14,6 +14,7 @@ from collections.abc import Iterator
 from enum import Enum
 from typing import IO, Any
 
+from opentelemetry.exporter.mcp_tokens.textformat import printable, window_share
 from opentelemetry.instrumentation.mcp_tokens.engine.risk import RiskTier
 
 from . import render_json, render_markdown, texts
@@ -114,7 +115,7 @@ def _profile_table(profile: ServerProfile, console: Any) -> None:
         table.add_row(
             _text(tool.name),
             f"{tool.definition.tokens:,}",
-            texts.share(tool.definition.tokens / window),
+            window_share(tool.definition.tokens / window),
             texts.worst_case(tool),
             Text(tool.output.bound.value, style=_BOUND_STYLES[tool.output.bound]),
             Text(texts.risk(tool.risk), style=_RISK_STYLES.get(tool.risk, "dim") if tool.risk else "dim"),
@@ -235,7 +236,7 @@ def _text(text: str, style: str = "") -> Any:
     """A rich Text of untrusted text: no markup parsing, control characters shown, not sent."""
     from rich.text import Text
 
-    return Text(texts.printable(text), style=style)
+    return Text(printable(text), style=style)
 
 
 class Spinner:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-import re
+from opentelemetry.exporter.mcp_tokens.textformat import markdown_code, markdown_text, window_share
 
 from . import texts
 from .diff import DiffResult
@@ -13,20 +13,20 @@ from .static import Bound
 
 def profile_markdown(profile: ServerProfile) -> str:
     lines = [
-        f"## mcp-tokens profile: {_escape(texts.server_title(profile))}",
+        f"## mcp-tokens profile: {markdown_text(texts.server_title(profile))}",
         "",
         texts.summary(profile),
         "",
-        f"<sub>{_escape(texts.connection(profile))}</sub>",
+        f"<sub>{markdown_text(texts.connection(profile))}</sub>",
         "",
         "| Tool | Definition tokens | Window | Worst case | Bound | Risk |",
         "|---|---:|---:|---:|---|---|",
     ]
     window = profile.settings.context_window
     for tool in profile.tools:
-        share = texts.share(tool.definition.tokens / window)
+        share = window_share(tool.definition.tokens / window)
         lines.append(
-            f"| {_code(tool.name)} | {tool.definition.tokens:,} | {share} | {texts.worst_case(tool)} "
+            f"| {markdown_code(tool.name)} | {tool.definition.tokens:,} | {share} | {texts.worst_case(tool)} "
             f"| {tool.output.bound.value} | {texts.risk(tool.risk)} |"
         )
     lines.extend(_output_fields(profile))
@@ -37,7 +37,7 @@ def profile_markdown(profile: ServerProfile) -> str:
 
 def _output_fields(profile: ServerProfile) -> list[str]:
     rows = [
-        f"- {_code(tool.name)}: {_escape(texts.output_fields(tool))}"
+        f"- {markdown_code(tool.name)}: {markdown_text(texts.output_fields(tool))}"
         for tool in profile.tools
         if tool.output.bound is not Bound.UNKNOWN and tool.output.fields
     ]
@@ -48,8 +48,8 @@ def _calls(profile: ServerProfile) -> list[str]:
     lines: list[str] = []
     for tool in profile.tools:
         if tool.call is not None:
-            facts = [f"- {_escape(line)}" for line in texts.call_lines(tool.call)]
-            lines.extend(["", f"### Measured call: {_code(tool.name)}", "", *facts])
+            facts = [f"- {markdown_text(line)}" for line in texts.call_lines(tool.call)]
+            lines.extend(["", f"### Measured call: {markdown_code(tool.name)}", "", *facts])
     return lines
 
 
@@ -58,8 +58,8 @@ def _recommendations(recommendations: list[tuple[Recommendation, list[str]]]) ->
         return ["", "No recommendations."]
     lines = ["", "### Recommendations", ""]
     for r, tools in recommendations:
-        where = ", ".join(_code(tool) for tool in tools) + ": " if tools else ""
-        lines.append(f"- **{r.severity.value}** {where}{_escape(r.message)} <sub>({r.rule})</sub>")
+        where = ", ".join(markdown_code(tool) for tool in tools) + ": " if tools else ""
+        lines.append(f"- **{r.severity.value}** {where}{markdown_text(r.message)} <sub>({r.rule})</sub>")
     return lines
 
 
@@ -70,7 +70,7 @@ def diff_markdown(result: DiffResult) -> str:
     lines = [
         f"## mcp-tokens diff: {worst}",
         "",
-        f"{_code(old.source)} → {_code(new.source)}",
+        f"{markdown_code(old.source)} → {markdown_code(new.source)}",
         "",
         totals,
         "",
@@ -80,25 +80,6 @@ def diff_markdown(result: DiffResult) -> str:
         return "\n".join(lines) + "\n"
     lines.extend(["| Class | Tool | Change |", "|---|---|---|"])
     for change in result.changes:
-        tool = _code(change.tool) if change.tool else "(server)"
-        lines.append(f"| {change.change_class.value.upper()} | {tool} | {_escape(change.message)} |")
+        tool = markdown_code(change.tool) if change.tool else "(server)"
+        lines.append(f"| {change.change_class.value.upper()} | {tool} | {markdown_text(change.message)} |")
     return "\n".join(lines) + "\n"
-
-
-# Characters that could turn untrusted text into a link, an image (fetched when the comment is
-# viewed), HTML, a code span or a new table cell. Emphasis characters are left alone: at worst
-# they style text, and escaping them would make every snake_case name unreadable in the source.
-_MARKUP = re.compile(r"([\\`\[\]<>|])")
-
-
-def _escape(text: str) -> str:
-    """Untrusted text (names, paths, messages) as inert Markdown, on one line."""
-    return _MARKUP.sub(r"\\\1", texts.printable(" ".join(text.splitlines())))
-
-
-def _code(text: str) -> str:
-    """Untrusted text as a code span, fenced by more backticks than it contains in a row."""
-    flat = texts.printable(" ".join(text.splitlines())).replace("|", "\\|")
-    fence = "`" * (max((len(run) for run in re.findall("`+", flat)), default=0) + 1)
-    padded = f" {flat} " if flat.startswith("`") or flat.endswith("`") else flat
-    return f"{fence}{padded}{fence}"

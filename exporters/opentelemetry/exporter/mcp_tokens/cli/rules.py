@@ -24,6 +24,7 @@ FORMATTING_SHARE = 0.10
 DUPLICATE_NOTICE_TOKENS = 200  # below this, the text copy of structuredContent is not worth a note
 TAX_WARNING_SHARE = 0.05
 TAX_ERROR_SHARE = 0.10  # the same share as the dashboards' definition-tax alert
+DEFAULT_HOST_CAP = 25_000  # Claude Code's default MAX_MCP_OUTPUT_TOKENS: larger results are refused
 
 
 class Severity(str, Enum):
@@ -67,6 +68,7 @@ class ToolFacts:
     formatting_tokens: int = 0
     padding_findings: int = 0
     padding_reasons: str = ""
+    host_cap: int = DEFAULT_HOST_CAP
 
     @property
     def definition_limit(self) -> int:
@@ -140,6 +142,22 @@ TOOL_RULES: tuple[Rule[ToolFacts], ...] = (
         lambda f: f.risk == "critical",
         "Worst case is {worst_case_tokens:,} tokens{nominal_note} (critical): lower maxItems/maxLength, "
         "or return a summary with a way to fetch the details.",
+    ),
+    Rule(
+        "exceeds-host-cap",
+        Severity.ERROR,
+        lambda f: f.worst_case_tokens is not None and f.worst_case_tokens > f.host_cap,
+        "Worst case is {worst_case_tokens:,} tokens{nominal_note}, over a host's {host_cap:,}-token result "
+        "cap (--host-cap; Claude Code's MAX_MCP_OUTPUT_TOKENS): such hosts refuse the whole result. "
+        "Paginate, or cap results in the server (OTEL_INSTRUMENTATION_MCP_TOKENS_GUARD=truncate).",
+    ),
+    Rule(
+        "measured-exceeds-host-cap",
+        Severity.ERROR,
+        lambda f: f.measured and f.measured_tokens > f.host_cap,
+        "The measured response is {measured_tokens:,} tokens, over a host's {host_cap:,}-token result cap: "
+        "such hosts refuse it. Paginate, or cap results in the server "
+        "(OTEL_INSTRUMENTATION_MCP_TOKENS_GUARD).",
     ),
     Rule(
         "worst-case-high",

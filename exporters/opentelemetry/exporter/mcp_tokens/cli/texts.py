@@ -2,34 +2,15 @@
 
 from __future__ import annotations
 
-import re
-
+from opentelemetry.exporter.mcp_tokens.textformat import plural, window_share
 from opentelemetry.instrumentation.mcp_tokens.engine.risk import RiskTier
 
 from .profile import CallProfile, ServerProfile, ToolProfile
 from .static import Bound
 
-# C0 and C1 control characters and DEL: a server's names and messages could otherwise move the
-# cursor, retitle or clear the user's terminal (rich strips only a few of them).
-_CONTROL = re.compile("[\x00-\x1f\x7f-\x9f]")
-
-
-def printable(text: str) -> str:
-    """`text` with every control character shown as an escape (\\x1b), never interpreted."""
-    return _CONTROL.sub(lambda match: f"\\x{ord(match.group()):02x}", text)
-
-
-def plural(count: int, noun: str) -> str:
-    return f"{count:,} {noun}" if count == 1 else f"{count:,} {noun}s"
-
 
 def tokens(value: int | None) -> str:
     return "—" if value is None else f"{value:,}"
-
-
-def share(value: float) -> str:
-    """A share of the context window: two significant decimals for small shares."""
-    return f"{value:.2%}" if value < 0.1 else f"{value:.1%}"
 
 
 def worst_case(tool: ToolProfile) -> str:
@@ -59,7 +40,7 @@ def tax_summary(profile: ServerProfile) -> str:
     window = profile.settings.context_window
     return (
         f"{plural(len(profile.tools), 'tool')} · {profile.definition_tokens:,} definition tokens "
-        f"({share(profile.definition_share)} of a {window:,}-token window)"
+        f"({window_share(profile.definition_share)} of a {window:,}-token window)"
     )
 
 

@@ -24,12 +24,13 @@ from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
 from opentelemetry.exporter.mcp_tokens.report import layout
+from opentelemetry.exporter.mcp_tokens.report.economics import Price, server_costs
 from opentelemetry.exporter.mcp_tokens.report.model import OperationRow, Report, build_report
 from opentelemetry.exporter.mcp_tokens.report.prometheus import snapshot_from_text
+from opentelemetry.exporter.mcp_tokens.textformat import number, percent, printable
 
 from .connect import Target
 from .errors import CliError, ExitCode
-from .texts import printable
 
 DEFAULT_MAX_BYTES = 32 * 1024 * 1024
 DEFAULT_ROWS = 20
@@ -44,6 +45,7 @@ class TopOptions:
     rows: int = DEFAULT_ROWS
     timeout_s: float = 5.0
     max_bytes: int = DEFAULT_MAX_BYTES
+    price: Price | None = None
 
 
 @dataclass
@@ -93,7 +95,7 @@ def take_frame(options: TopOptions, previous: Frame | None) -> Frame:
             ExitCode.METRICS_MALFORMED,
             f"{Target(url=options.url).describe()}: not Prometheus text ({type(error).__name__}: {error})",
         ) from None
-    frame = Frame(build_report(snapshot), time.monotonic(), len(snapshot.series))
+    frame = Frame(build_report(snapshot, price=options.price), time.monotonic(), len(snapshot.series))
     if previous is not None:
         frame.rates = _rates(previous, frame)
     return frame
@@ -218,15 +220,21 @@ def view(frame: Frame, options: TopOptions, describe: str) -> Any:
     rows = ordered_rows(frame)
     table = Table(box=box.SIMPLE_HEAD, show_edge=False, header_style="bold", pad_edge=False)
     cells = [_cells(frame, row) for row in rows[: options.rows]]
-    for index, header in enumerate(_HEADERS):
+    headers: tuple[str, ...] = _HEADERS
+    if options.price is not None:
+        headers = (*_HEADERS, "Cost")
+        cells = [
+            (*cell, options.price.text(row.response_tokens)) for cell, row in zip(cells, rows, strict=False)
+        ]
+    for index, header in enumerate(headers):
         # Numbers and short words never wrap; names keep up to 24 columns; findings wrap first.
         longest = max((len(row[index]) for row in cells), default=0)
         table.add_column(
             header,
-            justify="right" if 4 <= index <= 7 else "left",
+            justify="right" if 4 <= index <= 7 or index == len(_HEADERS) else "left",
             overflow="fold",
-            no_wrap=index in _NO_WRAP,
-            min_width=min(24, longest) if index in (1, 3) else None,
+            no_wrap=index in _NO_WRAP or index == len(_HEADERS),
+            min_width=min(24, longest) if index in (1, 3) else longest if index == len(_HEADERS) else None,
         )
     for row in cells:
         table.add_row(*(Text(printable(cell)) for cell in row))
@@ -234,6 +242,7 @@ def view(frame: Frame, options: TopOptions, describe: str) -> Any:
     if len(rows) > options.rows:
         parts.append(Text(f"+{len(rows) - options.rows:,} more rows (--rows)", style="dim"))
     parts += [Text(printable(line), style="dim") for line in _budget_lines(frame.report, options.rows)]
+    parts += [Text(printable(line), style="dim") for line in economy_lines(frame.report, options.rows)]
     return Group(*parts)
 
 
@@ -252,7 +261,7 @@ def _cells(frame: Frame, row: OperationRow) -> tuple[str, ...]:
         row.target or "-",
         _rate(rate[0]) if rate else "—",
         f"{row.calls:,}",
-        layout.number(row.response_tokens),
+        number(row.response_tokens),
         layout.max_cell(row),
         layout.risk_cell(row),
         f"{row.overhead_ratio:.1%}" if row.overhead_tokens else "—",
@@ -272,9 +281,25 @@ def _budget_lines(report: Report, limit: int) -> list[str]:
         )
         lines.append(
             f"budget {budget.side} {budget.server or '?'}: {budget.observations:,} observations, "
-            f"peak ≤{layout.share(budget.peak)}, p95≈{layout.share(budget.p95)}, "
-            f"mean {layout.share(budget.mean)}"
+            f"peak ≤{percent(budget.peak)}, p95≈{percent(budget.p95)}, "
+            f"mean {percent(budget.mean)}"
             f"; scopes crossing: {crossings or 'none'}"
+        )
+    return lines
+
+
+def economy_lines(report: Report, limit: int) -> list[str]:
+    """Per side and server: the tools listed but never called and, with a price, what the traffic costs."""
+    lines = [f"{layout.unused_title(u.side, u.server)}: {u.summary()}" for u in report.unused[:limit]]
+    price = report.price
+    if price is None:
+        return lines
+    for cost in server_costs(report.rows, report.unused)[:limit]:
+        lines.append(
+            f"cost {cost.side} {cost.server or '?'} at {price.per_mtok:g} {price.currency} per million input "
+            f"tokens: responses {price.text(cost.response_tokens)} · definitions "
+            f"{price.text(cost.definition_tokens)} per conversation, "
+            f"{price.text(cost.never_called_tokens)} of it never called"
         )
     return lines
 

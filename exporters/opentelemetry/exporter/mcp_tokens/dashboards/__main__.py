@@ -76,6 +76,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="alert when this share of a tool's response tokens is overhead (default: %(default)s)",
     )
     parser.add_argument(
+        "--host-cap",
+        type=int,
+        default=defaults.host_cap,
+        metavar="TOKENS",
+        help="alert when a tool's responses exceed this many tokens, the result cap of your hosts "
+        "(default: %(default)s, Claude Code's MAX_MCP_OUTPUT_TOKENS)",
+    )
+    parser.add_argument(
         "--runbook-url",
         default=defaults.runbook_url,
         metavar="URL",
@@ -96,6 +104,7 @@ def settings_from_args(args: argparse.Namespace) -> GeneratorSettings:
         definition_share=args.definition_share,
         overhead_share=args.overhead_share,
         runbook_url=args.runbook_url,
+        host_cap=args.host_cap,
     )
 
 

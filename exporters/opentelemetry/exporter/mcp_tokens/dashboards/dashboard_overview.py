@@ -19,6 +19,7 @@ from .dashboard_common import (
     risk_steps,
     tool_drilldown_url,
 )
+from .dashboard_guard import guardrails_overview
 from .model import Dashboard, DataLink, Panel, Row, Step, Target
 from .promql import RANGE, RATE_INTERVAL, eq, increase, quantile, rate, series, sum_by
 from .settings import GeneratorSettings
@@ -41,6 +42,7 @@ def overview_dashboard(settings: GeneratorSettings) -> Dashboard:
             Row("At a glance", _glance(settings)),
             Row("Traffic", _traffic(settings)),
             Row("Risks and budgets", _risks(settings)),
+            Row("Guardrails", guardrails_overview()),
             Row("Instrumentation cost", _cost()),
         ),
         links_tag=LINK_TAG,

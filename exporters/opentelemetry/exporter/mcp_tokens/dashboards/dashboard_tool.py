@@ -19,6 +19,7 @@ from .dashboard_common import (
     risk_steps,
     tool_variable,
 )
+from .dashboard_guard import guardrails_tool
 from .model import Dashboard, Panel, Row, Step, Target
 from .promql import RATE_INTERVAL, increase, quantile, rate, series, sum_by
 from .settings import GeneratorSettings
@@ -40,6 +41,7 @@ def tool_dashboard(settings: GeneratorSettings) -> Dashboard:
         rows=(
             Row("Tokens and latency", _tokens(settings)),
             Row("Risk, overhead and padding", _quality(settings)),
+            Row("Guardrails", guardrails_tool()),
         ),
         links_tag=LINK_TAG,
     )

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from . import names
+from .economics import ECONOMICS_UID, HOST_CAP_PANEL, over_host_cap
 from .promql import eq, events, number, rate, series, sum_by
 from .queries import (
     EXPECTED_SKIP_REASONS,
@@ -21,6 +22,7 @@ from .queries import (
     anchored_up,
     definition_tax,
     overhead_ratio,
+    tool_cut_share,
     tool_responses,
 )
 from .settings import GeneratorSettings
@@ -150,6 +152,42 @@ def alerts(settings: GeneratorSettings) -> tuple[AlertDefinition, ...]:
             panel_title="Response tokens (p50, p95, p99)",
         ),
         AlertDefinition(
+            name="McpToolFrequentlyCut",
+            severity="warning",
+            query=tool_cut_share(t.window),
+            comparison=">",
+            threshold=settings.guard_cut_share,
+            for_=t.for_("30m"),
+            summary="The guard cuts or refuses a large share of an MCP tool's results.",
+            description=(
+                "{{ $value | humanizePercentage }} of the calls of "
+                f"{_WHERE_TOOL} were cut or refused by the mcp-tokens guard over the last "
+                f"{t.window}, for {t.for_('30m')}; the threshold is "
+                f"{_percent(settings.guard_cut_share)}."
+            ),
+            meaning=(
+                "The guard (OTEL_INSTRUMENTATION_MCP_TOKENS_GUARD) holds every result to its token "
+                "limit: this tool's results go over it so often that the model regularly sees a "
+                "part of the answer and a notice, or an error result asking for less. Each cut costs "
+                "the agent a turn to ask again; the tool returns more than one call should."
+            ),
+            confirm=(
+                "*MCP tokens / Tool drill-down*, *Results cut or refused by the guard*, next to "
+                "*Response tokens (p50, p95, p99)* (which counts what was delivered); *MCP tokens / "
+                "Overview*, *Guard actions by tool* for the other tools of the server."
+            ),
+            actions=(
+                "Paginate the tool: a cursor or offset/limit argument, with a default page that "
+                "fits the limit, so the model asks for the next page instead of being cut.",
+                *_SHRINK_ACTIONS[2:4],
+                "If the limit is too low for this tool's normal answers, give it its own with "
+                "OTEL_INSTRUMENTATION_MCP_TOKENS_GUARD_TOOL_LIMITS (name=tokens), staying under the "
+                "host's cap (Claude Code: MAX_MCP_OUTPUT_TOKENS, 25,000 by default).",
+            ),
+            dashboard_uid="mcp-tokens-tool",
+            panel_title="Results cut or refused by the guard",
+        ),
+        AlertDefinition(
             name="McpToolOverheadHigh",
             severity="warning",
             query=overhead_ratio(t.overhead_window),
@@ -161,20 +199,28 @@ def alerts(settings: GeneratorSettings) -> tuple[AlertDefinition, ...]:
                 "{{ $value | humanizePercentage }} of the response tokens of "
                 "{{ $labels.mcp_method_name }} {{ $labels.gen_ai_tool_name }} on MCP server "
                 "{{ $labels.mcp_tokens_server_name }} ({{ $labels.mcp_tokens_side }} side, job "
-                f"{{{{ $labels.job }}}}) carry no data (indentation, duplicated content), over the last "
+                f"{{{{ $labels.job }}}}) carry no data (indentation, duplicated content, keys repeated "
+                "in every record), over the last "
                 f"{t.overhead_window}; the threshold is {_percent(settings.overhead_share)}."
             ),
             meaning=(
                 "Overhead tokens are tokens the model reads without learning anything: JSON "
-                "indentation and spacing, and the same object sent twice (as structuredContent and "
-                "again as text). They cost context and money exactly like data."
+                "indentation and spacing, the same object sent twice (as structuredContent and "
+                "again as text), and the same keys spelled out in every record of an array. They "
+                "cost context and money exactly like data."
             ),
             confirm=(
                 "*MCP tokens / Tool drill-down*, *Overhead by kind*: `formatting` means "
                 "pretty-printed JSON, `duplicate` means structuredContent repeated as text, "
-                "`marked` means content the operator marked as overhead."
+                "`structure` means arrays of records that repeat their keys (a table of a header "
+                "and rows would not), `marked` means content the operator marked as overhead."
             ),
-            actions=(_SHRINK_ACTIONS[2], _SHRINK_ACTIONS[4]),
+            actions=(
+                _SHRINK_ACTIONS[2],
+                _SHRINK_ACTIONS[4],
+                "Return lists of records as a table: the column names once, then one array of values "
+                "per record (or CSV), instead of an object per record.",
+            ),
             dashboard_uid="mcp-tokens-tool",
             panel_title="Overhead by kind",
         ),
@@ -316,6 +362,41 @@ def alerts(settings: GeneratorSettings) -> tuple[AlertDefinition, ...]:
             ),
             dashboard_uid="mcp-tokens-budget",
             panel_title="Tool definition tax versus the context window",
+        ),
+        AlertDefinition(
+            name="McpToolResponsesOverHostCap",
+            severity="warning",
+            query=over_host_cap(settings.host_cap, t.event_window),
+            comparison=">",
+            threshold=0,
+            for_=t.for_("1m"),
+            summary="An MCP tool returns results larger than hosts accept.",
+            description=(
+                f"{_VALUE_TOKENS} response(s) of {_WHERE_TOOL} were over {settings.host_cap} tokens in "
+                f"the last {t.event_window}: hosts with a {settings.host_cap}-token result cap refuse them."
+            ),
+            meaning=(
+                f"Hosts cap the size of a tool result they pass to the model: Claude Code refuses a "
+                f"result over MAX_MCP_OUTPUT_TOKENS (25,000 tokens by default) and the agent sees an "
+                f"error instead of the data. This tool returned results over {settings.host_cap} tokens "
+                "(the generator's `--host-cap`): on such hosts those calls failed, however good the data."
+            ),
+            confirm=(
+                f"*MCP tokens / Tool economics*, *{HOST_CAP_PANEL}* lists the tools and how many "
+                "responses; *MCP tokens / Tool drill-down*, *Response tokens (p50, p95, p99)* shows "
+                "their size over time. The payload histogram has a bucket at 25,000 tokens, so the "
+                "count is exact for that cap."
+            ),
+            actions=(
+                "Paginate: return a page with a cursor (or a `limit`/`offset` argument) and let the "
+                "agent ask for more.",
+                "Cap results in the server with the guard: run it with "
+                "OTEL_INSTRUMENTATION_MCP_TOKENS_GUARD=truncate (cut a result at the per-result token "
+                "limit, with a notice) or =reject (return an error the agent can act on).",
+                *_SHRINK_ACTIONS[1:4],
+            ),
+            dashboard_uid=ECONOMICS_UID,
+            panel_title=HOST_CAP_PANEL,
         ),
         AlertDefinition(
             name="McpTokensAnalysisSkipped",

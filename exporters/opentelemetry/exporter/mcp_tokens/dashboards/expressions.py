@@ -13,6 +13,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from .definitions import alerts
+from .economics import CURRENCY_VARIABLE, DEFAULT_CURRENCY, DEFAULT_PRICE_PER_MTOK, PRICE_VARIABLE
 from .grafana_dashboards import dashboards
 from .recording_rules import recording_rules
 from .settings import GeneratorSettings
@@ -21,6 +22,11 @@ GRAFANA_INTERVALS: Mapping[str, str] = {
     "__rate_interval": "1m",
     "__interval": "1m",
     "__range": "1h",
+}
+# Free-text variables hold values, not label regexes: they get their defaults.
+TEXT_VARIABLES: Mapping[str, str] = {
+    PRICE_VARIABLE: DEFAULT_PRICE_PER_MTOK,
+    CURRENCY_VARIABLE: DEFAULT_CURRENCY,
 }
 _VARIABLE = re.compile(r"\$\{(\w+)(?::\w+)?\}|\$(\w+)")
 _LABEL_VALUES = re.compile(r"^label_values\((?P<selector>.+),\s*\w+\)$", re.DOTALL)
@@ -39,7 +45,7 @@ class PromQLExpression:
 
 def substitute(expr: str, values: Mapping[str, str] | None = None, default: str = ".*") -> str:
     """`expr` with Grafana's interval variables and the dashboard's variables replaced."""
-    chosen = {**GRAFANA_INTERVALS, **(values or {})}
+    chosen = {**GRAFANA_INTERVALS, **TEXT_VARIABLES, **(values or {})}
 
     def replace(match: re.Match[str]) -> str:
         name = match.group(1) or match.group(2)

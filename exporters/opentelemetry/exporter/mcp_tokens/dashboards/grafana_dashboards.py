@@ -1,4 +1,4 @@
-"""The three Grafana dashboards, as classic dashboard JSON.
+"""The Grafana dashboards, as classic dashboard JSON.
 
 Every dashboard has the ``datasource`` variable (any Prometheus-compatible data
 source, never a hard-coded uid and never ``__inputs``, so file provisioning works) and
@@ -14,6 +14,7 @@ from collections.abc import Callable
 from .dashboard_budget import budget_dashboard
 from .dashboard_overview import overview_dashboard
 from .dashboard_tool import tool_dashboard
+from .economics import economics_dashboard
 from .model import Dashboard
 from .settings import GeneratorSettings
 
@@ -23,6 +24,7 @@ DASHBOARDS: dict[str, DashboardBuilder] = {
     "grafana/mcp-tokens-overview.json": overview_dashboard,
     "grafana/mcp-tokens-tool.json": tool_dashboard,
     "grafana/mcp-tokens-budget.json": budget_dashboard,
+    "grafana/mcp-tokens-economics.json": economics_dashboard,
 }
 
 PROVISIONING_FOLDER = "MCP tokens"

@@ -236,6 +236,10 @@ class Variable:
         if self.kind == "datasource":
             variable.update({"options": [], "refresh": 1, "regex": ""})
             return variable
+        if self.kind == "textbox":  # a free value with a default (e.g. a price)
+            current = {"selected": False, "text": self.query, "value": self.query}
+            variable.update({"current": current, "options": [{**current, "selected": True}]})
+            return variable
         variable.update(
             {
                 "includeAll": self.include_all,

@@ -41,6 +41,9 @@ RISK: Final = prometheus_label(semconv.TOKENS_RISK)
 BUDGET_LEVEL: Final = prometheus_label(semconv.BUDGET_LEVEL)
 PADDING_REASON: Final = prometheus_label(semconv.PADDING_REASON)
 SKIP_REASON: Final = prometheus_label(semconv.SKIP_REASON)
+GUARD_ACTION: Final = prometheus_label(semconv.GUARD_ACTION)
+GUARD_REASON: Final = prometheus_label(semconv.GUARD_REASON)
+GUARD_FAILURE: Final = prometheus_label(semconv.GUARD_FAILURE)
 LE: Final = "le"
 
 # --- label values ------------------------------------------------------------------------
@@ -48,6 +51,8 @@ TOOLS_CALL: Final = "tools/call"
 RESPONSE: Final = semconv.DIRECTION_RESPONSE
 REQUEST: Final = semconv.DIRECTION_REQUEST
 SIDES: Final = (semconv.SIDE_CLIENT, semconv.SIDE_SERVER)
+# The guard's actions that change what the model receives (`warned` does not).
+GUARD_CUTS: Final = (semconv.GUARD_TRUNCATED, semconv.GUARD_REJECTED)
 
 # --- metric families (histograms get _bucket/_sum/_count, counters _total) ---------------
 CLIENT_OPERATION_DURATION: Final = prometheus_metric(semconv.CLIENT_OPERATION_DURATION, "seconds")
@@ -63,3 +68,6 @@ BUDGET_CROSSINGS_TOTAL: Final = prometheus_metric(semconv.BUDGET_CROSSINGS) + "_
 PADDING_DETECTIONS_TOTAL: Final = prometheus_metric(semconv.PADDING_DETECTIONS) + "_total"
 ANALYSIS_DURATION: Final = prometheus_metric(semconv.ANALYSIS_DURATION, "seconds")
 ANALYSIS_SKIPPED_TOTAL: Final = prometheus_metric(semconv.ANALYSIS_SKIPPED) + "_total"
+GUARD_ACTIONS_TOTAL: Final = prometheus_metric(semconv.GUARD_ACTIONS) + "_total"
+GUARD_REMOVED_TOTAL: Final = prometheus_metric(semconv.GUARD_REMOVED) + "_total"
+GUARD_FAILURES_TOTAL: Final = prometheus_metric(semconv.GUARD_FAILURES) + "_total"

@@ -28,7 +28,7 @@ def describe_thresholds(settings: GeneratorSettings) -> str:
     return (
         f"risk {risk.low},{risk.medium},{risk.high} tokens; budget {budget.warning},{budget.critical}; "
         f"context window {settings.context_window} tokens; definition share {settings.definition_share}; "
-        f"overhead share {settings.overhead_share}"
+        f"overhead share {settings.overhead_share}; host cap {settings.host_cap} tokens"
     )
 
 

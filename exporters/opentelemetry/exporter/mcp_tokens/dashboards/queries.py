@@ -7,7 +7,7 @@ Grafana-managed copy of an alert works against a Prometheus that loads none of o
 from __future__ import annotations
 
 from . import names
-from .promql import eq, quantile, rate, series, sum_by
+from .promql import eq, matches, quantile, rate, series, sum_by
 
 RULE_WINDOW = "5m"
 """The recording rules' window (their names say rate5m); alerts take theirs from AlertTiming."""
@@ -47,3 +47,16 @@ def anchored_up(memory: str) -> str:
     target = (names.JOB, "instance")
     anchor = f"group by (job, instance) (last_over_time({names.ANALYSIS_DURATION}_count[{memory}]))"
     return f"max by ({', '.join(target)}) (up)\n* on (job, instance)\n{anchor}"
+
+
+GUARD_CUT = matches(names.GUARD_ACTION, "|".join(names.GUARD_CUTS))
+"""The guard's actions that change what the model receives (truncated, rejected)."""
+
+
+def tool_cut_share(window: str) -> str:
+    """Share of a tool's calls whose result the guard cut or refused, per side."""
+    cut = sum_by(TOOL_LABELS, rate(series(names.GUARD_ACTIONS_TOTAL, (GUARD_CUT,)), window))
+    calls = series(
+        f"{names.PAYLOAD}_count", (eq(names.DIRECTION, names.RESPONSE), eq(names.METHOD, names.TOOLS_CALL))
+    )
+    return f"{cut}\n/\n{sum_by(TOOL_LABELS, rate(calls, window))}"

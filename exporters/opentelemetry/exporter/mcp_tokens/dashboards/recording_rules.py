@@ -9,6 +9,18 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from . import names
+from .economics import (
+    SERVER_LABELS,
+    TOOL_LABELS,
+    UNUSED_WINDOW,
+    called,
+    count_per_server,
+    listed_tools,
+    never_called,
+    per_server_or_zero,
+    share_of_listing,
+)
+from .economics import tool_calls as calls_per_tool
 from .promql import eq, rate, series, sum_by
 from .queries import RULE_WINDOW, definition_tax, overhead_ratio
 from .settings import GeneratorSettings
@@ -110,5 +122,56 @@ def recording_rules(settings: GeneratorSettings) -> tuple[RecordingRule, ...]:
             metric=f"{names.TOOL_DEFINITION}_per_context_window",
             operations="ratio",
             expr=f"{definitions.record}\n/ {settings.context_window}",
+        ),
+        *economics_rules(),
+    )
+
+
+# --- tool economics (economics.py) ------------------------------------------------------------
+def economics_rules() -> tuple[RecordingRule, ...]:
+    """Unused-tool tax per tool and server over `UNUSED_WINDOW` (the query is heavy: an
+    `unless` over every tool's definition and call counter)."""
+    calls = RecordingRule(
+        keep=TOOL_LABELS,
+        metric=f"{names.PAYLOAD}_count",
+        operations=f"tools_call_increase{UNUSED_WINDOW}",
+        expr=calls_per_tool(UNUSED_WINDOW),
+    )
+    listed = RecordingRule(
+        keep=TOOL_LABELS, metric=names.TOOL_DEFINITION, operations="listed", expr=listed_tools()
+    )
+    unused = RecordingRule(
+        keep=TOOL_LABELS,
+        metric=names.TOOL_DEFINITION,
+        operations=f"never_called{UNUSED_WINDOW}",
+        expr=never_called(listed.record, calls.record),
+    )
+    return (
+        calls,
+        listed,
+        unused,
+        RecordingRule(
+            keep=SERVER_LABELS,
+            metric=names.TOOL_DEFINITION,
+            operations="listed_count",
+            expr=count_per_server(listed.record),
+        ),
+        RecordingRule(
+            keep=SERVER_LABELS,
+            metric=names.TOOL_DEFINITION,
+            operations=f"called_count{UNUSED_WINDOW}",
+            expr=per_server_or_zero("count", called(listed.record, calls.record), listed.record),
+        ),
+        RecordingRule(
+            keep=SERVER_LABELS,
+            metric=names.TOOL_DEFINITION,
+            operations=f"never_called_sum{UNUSED_WINDOW}",
+            expr=per_server_or_zero("sum", unused.record, listed.record),
+        ),
+        RecordingRule(
+            keep=SERVER_LABELS,
+            metric=f"{names.TOOL_DEFINITION}_never_called_per_listed",
+            operations=f"ratio{UNUSED_WINDOW}",
+            expr=share_of_listing(unused.record, listed.record),
         ),
     )

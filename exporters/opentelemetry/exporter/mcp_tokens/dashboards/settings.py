@@ -24,6 +24,10 @@ DEFAULT_DEFINITION_SHARE = 0.1
 """A server whose tool definitions alone take more than this share of the window alerts."""
 DEFAULT_OVERHEAD_SHARE = 0.25
 """A tool whose responses are more than this share overhead (whitespace, duplicates) alerts."""
+DEFAULT_GUARD_CUT_SHARE = 0.1
+"""A tool whose results the guard cuts or refuses in more than this share of its calls alerts."""
+DEFAULT_HOST_CAP = 25_000
+"""Tokens above which a host refuses a tool result (Claude Code's default MAX_MCP_OUTPUT_TOKENS)."""
 DEFAULT_RUNBOOK_URL = "dashboards/runbook.md"
 """Where alerts point; pass the URL of a hosted copy (e.g. on your Git forge) to link it."""
 
@@ -75,18 +79,22 @@ class GeneratorSettings:
     context_window: int = DEFAULT_CONTEXT_WINDOW
     definition_share: float = DEFAULT_DEFINITION_SHARE
     overhead_share: float = DEFAULT_OVERHEAD_SHARE
+    guard_cut_share: float = DEFAULT_GUARD_CUT_SHARE
     runbook_url: str = DEFAULT_RUNBOOK_URL
     timing: AlertTiming = field(default_factory=AlertTiming)
+    host_cap: int = DEFAULT_HOST_CAP
 
     def __post_init__(self) -> None:
         if isinstance(self.context_window, bool) or self.context_window <= 0:
             raise ValueError(
                 f"context window must be a positive number of tokens, got {self.context_window!r}"
             )
-        for name in ("definition_share", "overhead_share"):
+        for name in ("definition_share", "overhead_share", "guard_cut_share"):
             share = getattr(self, name)
             if not (math.isfinite(share) and 0.0 < share < 1.0):
                 raise ValueError(f"{name.replace('_', ' ')} must be a fraction in (0, 1), got {share!r}")
+        if isinstance(self.host_cap, bool) or self.host_cap <= 0:
+            raise ValueError(f"host cap must be a positive number of tokens, got {self.host_cap!r}")
         if not self.runbook_url or any(c.isspace() for c in self.runbook_url):
             raise ValueError(f"runbook URL must be non-empty and contain no spaces, got {self.runbook_url!r}")
 

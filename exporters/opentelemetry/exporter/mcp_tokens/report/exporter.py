@@ -132,6 +132,7 @@ class McpTokensReportExporter(MetricExporter):
             fail_on=settings.fail_on,
             fail_on_padding=settings.fail_on_padding,
             fail_exit_code=settings.fail_exit_code,
+            price=settings.price,
         )
 
     def _apply_verdict(self, report: Report) -> None:

@@ -6,10 +6,12 @@ Every table is cut at `max_rows` rows; the JSON report always has every row.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from opentelemetry.exporter.mcp_tokens.textformat import approx, number, percent, seconds
+
+from .economics import server_costs, tool_calls
 from .model import RISK_ORDER, OperationRow, Report
 
 ESTIMATE_NOTE = (
@@ -29,24 +31,6 @@ class Table:
     empty: str = "none"
 
 
-def number(value: float | None, digits: int = 0) -> str:
-    if value is None or math.isnan(value):
-        return "—"
-    if math.isinf(value):
-        return "+Inf"
-    return f"{value:,.{digits}f}"
-
-
-def approx(value: float | None) -> str:
-    return "—" if value is None else "≈" + number(value)
-
-
-def share(value: float | None) -> str:
-    if value is None or math.isnan(value):
-        return "—"
-    return "+Inf" if math.isinf(value) else f"{value:.1%}"
-
-
 def risk_cell(row: OperationRow) -> str:
     return " · ".join(f"{tier} {row.risk[tier]:,}" for tier in RISK_ORDER if row.risk.get(tier)) or "—"
 
@@ -60,12 +44,6 @@ def overhead_cell(row: OperationRow) -> str:
 
 def padding_cell(row: OperationRow) -> str:
     return ", ".join(f"{reason} {count:,}" for reason, count in sorted(row.padding.items()) if count) or "—"
-
-
-def seconds(value: float | None) -> str:
-    if value is None or not math.isfinite(value):
-        return "—"
-    return f"{value * 1000:,.1f} ms" if value < 1 else f"{value:,.2f} s"
 
 
 def max_cell(row: OperationRow) -> str:
@@ -86,11 +64,17 @@ def headline(report: Report) -> list[str]:
             f"{number(totals.request_tokens)} request tokens · {number(totals.overhead_tokens)} overhead · "
             f"{totals.padding:,} padding findings · {number(totals.definition_tokens)} definition tokens"
         )
+    for unused in report.unused:
+        lines.append(f"{unused_title(unused.side, unused.server)}: {unused.summary()}")
     if not report.totals:
         lines.append("No MCP operation was analysed in this run.")
     if report.dropped_series:
         lines.append(f"{report.dropped_series:,} series over the report's limit were left out.")
     return lines
+
+
+def unused_title(side: str, server: str) -> str:
+    return f"Tools listed but never called ({side}, {server or '?'})"
 
 
 def verdict_lines(report: Report) -> list[str]:
@@ -117,6 +101,8 @@ def tables(report: Report, max_rows: int) -> list[Table]:
         *_operations(report, max_rows),
         _budgets(report, max_rows),
         _definitions(report, max_rows),
+        _unused(report, max_rows),
+        *_money(report, max_rows),
         _costs(report, max_rows),
     ]
 
@@ -192,15 +178,16 @@ def _budgets(report: Report, max_rows: int) -> Table:
         crossings = ", ".join(
             f"{level} {count:,}" for (side, level), count in report.crossings.items() if side == budget.side
         )
-        peak = share(budget.peak) if budget.peak_is_exact or budget.peak is None else "≤" + share(budget.peak)
+        exact = budget.peak_is_exact or budget.peak is None
+        peak = percent(budget.peak) if exact else "≤" + percent(budget.peak)
         rows.append(
             (
                 budget.side,
                 budget.server or "?",
                 f"{budget.observations:,}",
                 peak,
-                "≈" + share(budget.p95) if budget.p95 is not None else "—",
-                share(budget.mean),
+                "≈" + percent(budget.p95) if budget.p95 is not None else "—",
+                percent(budget.mean),
                 crossings or "—",
             )
         )
@@ -220,20 +207,86 @@ def _definitions(report: Report, max_rows: int) -> Table:
     totals: dict[tuple[str, str], float] = {}
     for d in report.definitions:
         totals[(d.side, d.server)] = totals.get((d.side, d.server), 0.0) + d.tokens
-    rows = [
-        (d.side, d.server or "?", d.tool, number(d.tokens), number(totals[(d.side, d.server)]))
-        for d in report.definitions
-    ]
+    calls = tool_calls(report.rows)
+    rows = []
+    for d in report.definitions:
+        called = calls.get((d.side, d.server, d.tool), 0)
+        per_call = number(d.tokens / called) if called else "never called"
+        total = number(totals[d.side, d.server])
+        rows.append((d.side, d.server or "?", d.tool, number(d.tokens), total, f"{called:,}", per_call))
     shown, omitted = _cut(rows, max_rows)
     return Table(
         "Tool definition tokens (latest listing)",
-        ("Side", "Server", "Tool", "Tokens", "Server total"),
+        ("Side", "Server", "Tool", "Tokens", "Server total", "Calls", "Tokens per call"),
         shown,
-        numeric=frozenset({3, 4}),
+        numeric=frozenset({3, 4, 5, 6}),
         names=frozenset({1, 2}),
         omitted=omitted,
         empty="No tools/list was analysed.",
     )
+
+
+def _unused(report: Report, max_rows: int) -> Table:
+    rows = [
+        (
+            u.side,
+            u.server or "?",
+            f"{len(u.never_called):,} of {u.listed:,}",
+            f"{number(u.never_called_tokens)} of {number(u.definition_tokens)}",
+            percent(u.never_called_share),
+            ", ".join(t.tool for t in u.never_called) or "—",
+        )
+        for u in report.unused
+    ]
+    shown, omitted = _cut(rows, max_rows)
+    return Table(
+        "Tools listed but never called (definition tax that bought nothing)",
+        ("Side", "Server", "Never called", "Their definition tokens", "Share", "Tools"),
+        shown,
+        numeric=frozenset({2, 3, 4}),
+        names=frozenset({1, 5}),
+        omitted=omitted,
+        empty="No tools/list was analysed.",
+    )
+
+
+def _money(report: Report, max_rows: int) -> list[Table]:
+    price = report.price
+    if price is None:
+        return []
+    rows = [
+        (
+            c.side,
+            c.server or "?",
+            number(c.response_tokens),
+            price.text(c.response_tokens),
+            number(c.definition_tokens),
+            price.text(c.definition_tokens),
+            price.text(c.never_called_tokens),
+        )
+        for c in server_costs(report.rows, report.unused)
+    ]
+    shown, omitted = _cut(rows, max_rows)
+    rate = f"{price.per_mtok:g} {price.currency}".strip()
+    return [
+        Table(
+            f"Cost as model input at {rate} per million tokens",
+            (
+                "Side",
+                "Server",
+                "Response tokens",
+                "Responses cost",
+                "Definition tokens",
+                "Definitions per conversation",
+                "Never-called per conversation",
+            ),
+            shown,
+            numeric=frozenset({2, 3, 4, 5, 6}),
+            names=frozenset({1}),
+            omitted=omitted,
+            empty="No MCP traffic to price.",
+        )
+    ]
 
 
 def _costs(report: Report, max_rows: int) -> Table:

@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from opentelemetry.instrumentation.mcp_tokens import semconv
 from opentelemetry.instrumentation.mcp_tokens.engine.risk import RiskTier
 
+from .economics import Price, UnusedTools, unused_tools
 from .series import Histogram, Snapshot
 
 RISK_ORDER: tuple[str, ...] = tuple(tier.value for tier in RiskTier)
@@ -161,6 +162,8 @@ class Report:
     totals: tuple[SideTotals, ...]
     verdict: Verdict
     dropped_series: int = 0
+    unused: tuple[UnusedTools, ...] = ()
+    price: Price | None = None
 
 
 def build_report(
@@ -169,10 +172,14 @@ def build_report(
     fail_on: str | None = None,
     fail_on_padding: bool = False,
     fail_exit_code: int = 1,
+    *,
+    price: Price | None = None,
 ) -> Report:
     rows = _operation_rows(snapshot)
     definitions = _definitions(snapshot)
     return Report(
+        unused=unused_tools(rows, definitions),
+        price=price,
         service=snapshot.service,
         generated_at=generated_at,
         rows=rows,

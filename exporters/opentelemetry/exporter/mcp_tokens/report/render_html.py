@@ -1,14 +1,16 @@
 """The report as one self-contained HTML page: no script, no external resource, every cell
-escaped (tool and server names come from peers and may hold markup)."""
+escaped (tool and server names come from peers and may hold markup). Its charts are inline
+SVG (`render_svg`)."""
 
 from __future__ import annotations
 
 import html
 
-from opentelemetry.exporter.mcp_tokens.cli.texts import printable
+from opentelemetry.exporter.mcp_tokens.textformat import printable
 
 from . import layout
 from .model import Report
+from .render_svg import charts
 
 _STYLE = """
 body { font-family: system-ui, sans-serif; margin: 2rem; color: #222; }
@@ -17,6 +19,9 @@ th, td { border-bottom: 1px solid #ddd; padding: 0.25rem 0.6rem; text-align: lef
 td.n, th.n { text-align: right; font-variant-numeric: tabular-nums; }
 code { font-size: 0.85rem; word-break: break-all; }
 .passed { color: #17692e; } .failed { color: #b00020; } .note { color: #666; }
+figure.chart { margin: 0.5rem 0 1.5rem; } figcaption { font-weight: 600; margin-bottom: 0.3rem; }
+figure.chart svg { max-width: 100%; height: auto; }
+svg text { font: 12px system-ui, sans-serif; fill: #222; } svg text.value { fill: #555; }
 """
 
 
@@ -27,6 +32,9 @@ def _e(text: str) -> str:
 def render_html(report: Report, max_rows: int) -> str:
     lines = layout.headline(report)
     body = [f"<h1>{_e(lines[0])}</h1>", "<ul>", *(f"<li>{_e(line)}</li>" for line in lines[1:]), "</ul>"]
+    figures = charts(report)
+    if figures:
+        body += ["<h2>Charts</h2>", *figures]
     for table in layout.tables(report, max_rows):
         body.append(f"<h2>{_e(table.title)}</h2>")
         if not table.rows:

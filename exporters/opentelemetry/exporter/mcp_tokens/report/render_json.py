@@ -8,6 +8,7 @@ import json
 import math
 from typing import Any
 
+from .economics import Price, UnusedTools, server_costs, tool_calls
 from .model import RISK_ORDER, OperationRow, Report
 from .series import Histogram
 
@@ -45,7 +46,7 @@ def report_document(report: Report) -> dict[str, Any]:
             }
             for t in report.totals
         ],
-        "operations": [_operation(row) for row in report.rows],
+        "operations": [_operation(row, report.price) for row in report.rows],
         "budgets": [
             {
                 "side": b.side,
@@ -62,10 +63,9 @@ def report_document(report: Report) -> dict[str, Any]:
             {"side": side, "level": level, "scopes": count}
             for (side, level), count in report.crossings.items()
         ],
-        "definitions": [
-            {"side": d.side, "server": d.server, "tool": d.tool, "tokens": _number(d.tokens)}
-            for d in report.definitions
-        ],
+        "definitions": _definitions(report),
+        "unused_tools": [_unused(u) for u in report.unused],
+        "cost": _cost(report),
         "instrumentation": [
             {
                 "side": c.side,
@@ -81,7 +81,63 @@ def report_document(report: Report) -> dict[str, Any]:
     }
 
 
-def _operation(row: OperationRow) -> dict[str, Any]:
+def _definitions(report: Report) -> list[dict[str, Any]]:
+    calls = tool_calls(report.rows)
+    found = []
+    for d in report.definitions:
+        called = calls.get((d.side, d.server, d.tool), 0)
+        found.append(
+            {
+                "side": d.side,
+                "server": d.server,
+                "tool": d.tool,
+                "tokens": _number(d.tokens),
+                "calls": called,
+                "tokens_per_call": _number(d.tokens / called) if called else None,
+            }
+        )
+    return found
+
+
+def _unused(unused: UnusedTools) -> dict[str, Any]:
+    return {
+        "side": unused.side,
+        "server": unused.server,
+        "tools_listed": unused.listed,
+        "tools_called": unused.called,
+        "tools_never_called": len(unused.never_called),
+        "definition_tokens": _number(unused.definition_tokens),
+        "never_called_tokens": _number(unused.never_called_tokens),
+        "never_called_share": _number(unused.never_called_share),
+        "never_called": [{"tool": t.tool, "tokens": _number(t.tokens)} for t in unused.never_called],
+    }
+
+
+def _cost(report: Report) -> dict[str, Any] | None:
+    """Money at the configured price (null without one): responses once, definitions per conversation."""
+    price = report.price
+    if price is None:
+        return None
+    servers = server_costs(report.rows, report.unused)
+    return {
+        "price_per_mtok": _number(price.per_mtok),
+        "currency": price.currency,
+        "servers": [
+            {
+                "side": c.side,
+                "server": c.server,
+                "response_tokens": _number(c.response_tokens),
+                "response_cost": _number(price.of(c.response_tokens)),
+                "definition_tokens": _number(c.definition_tokens),
+                "definition_cost_per_conversation": _number(price.of(c.definition_tokens)),
+                "never_called_cost_per_conversation": _number(price.of(c.never_called_tokens)),
+            }
+            for c in servers
+        ],
+    }
+
+
+def _operation(row: OperationRow, price: Price | None) -> dict[str, Any]:
     return {
         "side": row.side,
         "server": row.server,
@@ -104,6 +160,7 @@ def _operation(row: OperationRow) -> dict[str, Any]:
         "duration_s": _duration(row.duration),
         "errors": row.errors,
         "encodings": sorted(e for e in row.encodings if e),
+        "cost": _number(price.of(row.response_tokens)) if price is not None else None,
     }
 
 

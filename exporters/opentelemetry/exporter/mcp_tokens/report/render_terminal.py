@@ -9,7 +9,7 @@ import os
 import sys
 from typing import IO, Any
 
-from opentelemetry.exporter.mcp_tokens.cli.texts import printable
+from opentelemetry.exporter.mcp_tokens.textformat import printable
 
 from . import layout
 from .model import Report

@@ -12,6 +12,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
+from .economics import Price
 from .model import RISK_ORDER
 
 _logger = logging.getLogger(__name__)
@@ -23,10 +24,14 @@ FAIL_ON = PREFIX + "FAIL_ON"
 FAIL_ON_PADDING = PREFIX + "FAIL_ON_PADDING"
 FAIL_EXIT_CODE = PREFIX + "FAIL_EXIT_CODE"
 MAX_ROWS = PREFIX + "MAX_ROWS"
+PRICE_PER_MTOK = PREFIX + "PRICE_PER_MTOK"
+CURRENCY = PREFIX + "CURRENCY"
 
 FORMATS = {".json": "json", ".md": "markdown", ".markdown": "markdown", ".html": "html", ".txt": "text"}
 DEFAULT_FAIL_EXIT_CODE = 1
 DEFAULT_MAX_ROWS = 100
+DEFAULT_CURRENCY = "USD"
+MAX_CURRENCY_CHARS = 8
 MAX_PATHS = 8
 
 
@@ -44,6 +49,7 @@ class ReportSettings:
     fail_on_padding: bool = False
     fail_exit_code: int = DEFAULT_FAIL_EXIT_CODE
     max_rows: int = DEFAULT_MAX_ROWS
+    price: Price | None = None
 
     @property
     def gates(self) -> bool:
@@ -60,6 +66,7 @@ class ReportSettings:
             fail_on_padding=_boolean(env, FAIL_ON_PADDING, False),
             fail_exit_code=_integer(env, FAIL_EXIT_CODE, DEFAULT_FAIL_EXIT_CODE, 1, 255),
             max_rows=_integer(env, MAX_ROWS, DEFAULT_MAX_ROWS, 1, 10_000),
+            price=price_from(env.get(PRICE_PER_MTOK, ""), env.get(CURRENCY, ""), PRICE_PER_MTOK),
         )
 
 
@@ -122,3 +129,24 @@ def _integer(env: Mapping[str, str], name: str, default: int, low: int, high: in
         _logger.warning("%s=%r is not an integer in %d..%d; using %d", name, text, low, high, default)
         return default
     return value
+
+
+def price_from(per_mtok: str, currency: str, source: str) -> Price | None:
+    """A price from its text (unset: None), logged and ignored when it does not parse; `source`
+    names the setting in the message. Also used by `mcp-tokens top`."""
+    text = per_mtok.strip()
+    if not text:
+        return None
+    try:
+        return Price(float(text), parse_currency(currency))
+    except ValueError:
+        _logger.warning(
+            "%s=%r is not a price (a number >= 0 per million input tokens); no cost shown", source, text
+        )
+        return None
+
+
+def parse_currency(text: str) -> str:
+    """A currency code or symbol as given, cut to MAX_CURRENCY_CHARS printable characters."""
+    cleaned = "".join(c for c in text.strip() if c.isprintable())[:MAX_CURRENCY_CHARS]
+    return cleaned or DEFAULT_CURRENCY

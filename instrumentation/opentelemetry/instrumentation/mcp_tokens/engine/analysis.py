@@ -23,6 +23,7 @@ from .images import ImageModel, MediaEstimate, estimate_audio, estimate_image
 from .overhead import BlockOverhead, OverheadKind, find_overhead
 from .padding import PaddingFinding, detect_padding
 from .risk import DEFAULT_RISK_THRESHOLDS, RiskThresholds, RiskTier
+from .structure import find_structure_overhead
 from .tokenizer import TokenCounter
 
 _logger = logging.getLogger(__name__)
@@ -132,6 +133,7 @@ class Analyzer:
         overheads = find_overhead(
             payload_blocks, tokens, self._count_tokens, marker=self._options.overhead_pattern
         )
+        structure = find_structure_overhead(payload_blocks, tokens, overheads, self._count_tokens)
         results = [
             dataclasses.replace(result, overhead=overhead) if overhead else result
             for result, overhead in zip(results, overheads, strict=True)
@@ -145,7 +147,7 @@ class Analyzer:
             risk=self._options.risk_thresholds.classify(total),
             blocks=tuple(results[:MAX_BLOCK_DETAIL]),
             block_count=len(results),
-            overhead=_sum_by_kind(overheads),
+            overhead=_sum_by_kind(overheads, structure),
             padding=self._padding(payload_blocks, results) if self._options.detect_padding else (),
         )
 
@@ -196,9 +198,13 @@ def _is_duplicate(result: BlockAnalysis) -> bool:
     return result.overhead is not None and result.overhead.kind is OverheadKind.DUPLICATE
 
 
-def _sum_by_kind(overheads: list[BlockOverhead | None]) -> tuple[tuple[OverheadKind, int], ...]:
+def _sum_by_kind(
+    overheads: list[BlockOverhead | None], structure: list[int]
+) -> tuple[tuple[OverheadKind, int], ...]:
     totals: dict[OverheadKind, int] = {}
     for overhead in overheads:
         if overhead is not None:
             totals[overhead.kind] = totals.get(overhead.kind, 0) + overhead.tokens
+    if any(structure):
+        totals[OverheadKind.STRUCTURE] = sum(structure)
     return tuple((kind, totals[kind]) for kind in OverheadKind if kind in totals)

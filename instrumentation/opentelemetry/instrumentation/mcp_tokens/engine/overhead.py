@@ -46,6 +46,7 @@ class OverheadKind(str, Enum):
     DUPLICATE = "duplicate"
     FORMATTING = "formatting"
     MARKED = "marked"
+    STRUCTURE = "structure"  # measured by engine/structure.py, on top of formatting
 
 
 @dataclass(frozen=True, slots=True)

@@ -30,6 +30,7 @@ from typing import TYPE_CHECKING, Any, NoReturn, Protocol, runtime_checkable
 
 from .cache import CacheInfo, CountCache
 from .chunking import compile_cut_patterns, count_in_chunks, default_threads, utf8_size_exceeds
+from .estimate import EstimateTokenizer, estimate_tokens
 
 if TYPE_CHECKING:
     import tiktoken
@@ -233,7 +234,7 @@ def _raise_first_bad_line(data: bytes, source: str) -> NoReturn:
 
 
 def _build_encoding(name: str, family_name: str, ranks: dict[bytes, int]) -> tiktoken.Encoding:
-    import tiktoken
+    import tiktoken  # noqa: PLC0415 -- loaded with the tokenizer, off the import path
 
     family = FAMILIES[family_name]
     specials = family.specials
@@ -350,8 +351,6 @@ def _load(spec: TokenizerSpec) -> tuple[Tokenizer, str | None]:
 
 
 def _estimate_tokenizer() -> Tokenizer:
-    from .estimate import EstimateTokenizer
-
     return EstimateTokenizer()
 
 
@@ -386,7 +385,7 @@ def _family_of(pattern: str | None, vocabulary: int, source: str) -> str:
 
 def _load_huggingface(data: bytes, name: str, source: str) -> Tokenizer:
     try:
-        from tokenizers import Tokenizer as HfTokenizer
+        from tokenizers import Tokenizer as HfTokenizer  # noqa: PLC0415 -- an optional extra
     except ImportError as exc:
         raise TokenizerLoadError(
             f"{source} is a HuggingFace tokenizer.json, but the `tokenizers` package is not installed "
@@ -580,8 +579,6 @@ class TokenCounter:
 
 
 def _estimate_safely(text: object) -> int:
-    from .estimate import estimate_tokens
-
     try:
         return estimate_tokens(text if isinstance(text, str) else str(text))
     except Exception:  # the estimate is the last resort; a rough figure beats none

@@ -4,16 +4,19 @@ from __future__ import annotations
 
 import importlib.metadata
 import logging
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from opentelemetry.instrumentation.mcp_tokens.pipeline import Pipeline
 from opentelemetry.trace import Tracer
+
+if TYPE_CHECKING:
+    from opentelemetry.instrumentation.mcp_tokens.guard.core import Guard
 
 _logger = logging.getLogger(__name__)
 
 
 class Patcher(Protocol):
-    def __init__(self, pipeline: Pipeline, tracer: Tracer) -> None: ...
+    def __init__(self, pipeline: Pipeline, tracer: Tracer, guard: Guard | None = None) -> None: ...
 
     def patch(self) -> None:
         """Apply every patch; on failure raise (the instrumentor undoes what was applied)."""
@@ -39,11 +42,11 @@ def select_patcher(version: tuple[int, int] | None) -> type[Patcher] | None:
     if version is None:
         return None
     if version[0] == 1 and version >= MIN_V1:
-        from .mcp_v1 import McpV1Patcher
+        from .mcp_v1 import McpV1Patcher  # noqa: PLC0415 -- imports the installed SDK line only
 
         return McpV1Patcher
     if version[0] == 2:
-        from .mcp_v2 import McpV2Patcher
+        from .mcp_v2 import McpV2Patcher  # noqa: PLC0415 -- imports the installed SDK line only
 
         return McpV2Patcher
     return None

@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from opentelemetry.instrumentation.mcp_tokens.pipeline import Pipeline
 from opentelemetry.trace import Tracer
@@ -39,6 +39,9 @@ from .v1_sdk import SdkV1, load_sdk
 from .v1_server import IncomingRequests
 from .v1_sessions import SessionTracker
 from .wrapping import PatchSet, Wrapper, wrap_everywhere
+
+if TYPE_CHECKING:
+    from opentelemetry.instrumentation.mcp_tokens.guard.core import Guard
 
 _logger = logging.getLogger(__name__)
 
@@ -65,9 +68,10 @@ def _trampoline(key: str) -> Wrapper:
 class McpV1Patcher:
     """Applies and removes every mcp 1.x patch; see the module docstring for the list."""
 
-    def __init__(self, pipeline: Pipeline, tracer: Tracer) -> None:
+    def __init__(self, pipeline: Pipeline, tracer: Tracer, guard: Guard | None = None) -> None:
         self._pipeline = pipeline
         self._tracer = tracer
+        self._guard = guard
         self._patches = PatchSet()
         self._handlers: dict[str, Wrapper] = {}
         # Calls already inside a handler when unpatch() runs finish without recording.
@@ -107,8 +111,12 @@ class McpV1Patcher:
     def _points(self, sdk: SdkV1) -> list[PatchPoint]:
         registry = TransportRegistry()
         sessions = SessionTracker(self._pipeline, sdk, registry, self.is_on)
-        outgoing = OutgoingRequests(self._pipeline, self._tracer, sdk, sessions, self.is_on)
-        incoming = IncomingRequests(self._pipeline, self._tracer, sdk, sessions, self.is_on)
+        outgoing = OutgoingRequests(
+            self._pipeline, self._tracer, sdk, sessions, self.is_on, guard=self._guard
+        )
+        incoming = IncomingRequests(
+            self._pipeline, self._tracer, sdk, sessions, self.is_on, guard=self._guard
+        )
         return [
             PatchPoint(sdk.BaseSession, "send_request", outgoing.send_request),
             PatchPoint(sdk.BaseSession, "_handle_response", outgoing.handle_response),

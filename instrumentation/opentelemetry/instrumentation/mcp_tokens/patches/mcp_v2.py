@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import importlib
 import logging
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from opentelemetry.instrumentation.mcp_tokens.pipeline import Pipeline
 from opentelemetry.trace import Tracer
@@ -34,6 +34,9 @@ from .v2_client import ClientHooks
 from .v2_server import ServerHooks
 from .v2_transport import patch_transports
 from .wrapping import PatchSet
+
+if TYPE_CHECKING:
+    from opentelemetry.instrumentation.mcp_tokens.guard.core import Guard
 
 _logger = logging.getLogger(__name__)
 
@@ -47,9 +50,10 @@ REQUIRED = (
 
 
 class McpV2Patcher:
-    def __init__(self, pipeline: Pipeline, tracer: Tracer) -> None:
+    def __init__(self, pipeline: Pipeline, tracer: Tracer, guard: Guard | None = None) -> None:
         self._pipeline = pipeline
         self._tracer = tracer
+        self._guard = guard
         self._patches = PatchSet()
 
     def patch(self) -> None:
@@ -57,9 +61,11 @@ class McpV2Patcher:
         modern_versions = _modern_versions()
         mcp_error = modules["mcp.shared.exceptions"].MCPError
         try:
-            server = ServerHooks(self._pipeline, modern_versions, mcp_error)
+            server = ServerHooks(self._pipeline, modern_versions, mcp_error, self._guard)
             server.patch(self._patches, modules["mcp.server.runner"])
-            client = ClientHooks(self._pipeline, self._tracer, modern_versions, mcp_error, server.loop_of)
+            client = ClientHooks(
+                self._pipeline, self._tracer, modern_versions, mcp_error, server.loop_of, guard=self._guard
+            )
             client.patch(
                 self._patches,
                 modules["mcp.shared.jsonrpc_dispatcher"],
@@ -94,7 +100,7 @@ def _required_modules() -> dict[str, Any]:
 def _modern_versions() -> frozenset[str]:
     """The 2026-07-28+ protocol versions (no sessions); empty if the SDK does not list them."""
     try:
-        from mcp_types.version import MODERN_PROTOCOL_VERSIONS
+        from mcp_types.version import MODERN_PROTOCOL_VERSIONS  # noqa: PLC0415 -- optional in older SDKs
     except ImportError:
         return frozenset()
     return frozenset(MODERN_PROTOCOL_VERSIONS)

@@ -17,8 +17,7 @@ from opentelemetry import baggage, propagate, trace
 from opentelemetry.baggage.propagation import W3CBaggagePropagator
 from opentelemetry.context import Context
 from opentelemetry.instrumentation.mcp_tokens import semconv
-from opentelemetry.instrumentation.mcp_tokens.exchange import BudgetRef
-from opentelemetry.instrumentation.mcp_tokens.scope import current_budget_scope
+from opentelemetry.instrumentation.mcp_tokens.scope import BudgetRef, current_budget_scope
 
 BAGGAGE_KEY = "baggage"
 # A scope id is a label-like key, not a document: longer values from a peer are ignored.

@@ -85,7 +85,7 @@ def record_exception_type(span: Span, exc: BaseException | None) -> str:
 def is_cancellation(exc: BaseException) -> bool:
     """Whether `exc` is the running async library's cancellation (asyncio's when none runs)."""
     try:
-        import anyio
+        import anyio  # noqa: PLC0415 -- the running async library, whichever is installed
 
         cancelled: type[BaseException] = anyio.get_cancelled_exc_class()
     except Exception:

@@ -12,20 +12,27 @@ finished and handed to the pipeline; the worker ends the span.
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from opentelemetry import trace
 from opentelemetry.instrumentation.mcp_tokens import semconv
-from opentelemetry.instrumentation.mcp_tokens.exchange import BudgetRef, Exchange, Side
+from opentelemetry.instrumentation.mcp_tokens.exchange import Exchange, Side
 from opentelemetry.instrumentation.mcp_tokens.pipeline import Pipeline
+from opentelemetry.instrumentation.mcp_tokens.scope import BudgetRef
 from opentelemetry.trace import Span, SpanKind, Tracer
 
 from . import spans, v1_requests
+from .guarding import guarded
+from .guarding import replaced_argument as _replaced
 from .propagation import explicit_budget_scope, inject_meta
 from .v1_sessions import SessionState, SessionTracker
+
+if TYPE_CHECKING:
+    from opentelemetry.instrumentation.mcp_tokens.guard.core import Guard
 
 _logger = logging.getLogger(__name__)
 
@@ -36,6 +43,7 @@ class _Outgoing:
     span: Span
     request_id: object
     raw: object = None
+    uri: str | None = None
 
 
 class OutgoingRequests:
@@ -46,12 +54,15 @@ class OutgoingRequests:
         sdk: Any,
         sessions: SessionTracker,
         is_on: Callable[[], bool],
+        *,
+        guard: Guard | None = None,
     ) -> None:
         self._pipeline = pipeline
         self._tracer = tracer
         self._sdk = sdk
         self._sessions = sessions
         self._is_on = is_on
+        self._guard = guard
 
     # --- BaseSession.send_request ----------------------------------------------------------
     async def send_request(
@@ -108,7 +119,7 @@ class OutgoingRequests:
             start_time=exchange.start_ns,
         )
         exchange.span = span
-        call = _Outgoing(exchange, span, request_id)
+        call = _Outgoing(exchange, span, request_id, uri=v1_requests.resource_uri_of(method, params))
         state.pending[request_id] = call
         args, kwargs = self._inject(request, span, scope, args, kwargs)
         return call, args, kwargs
@@ -139,23 +150,44 @@ class OutgoingRequests:
     ) -> Any:
         if self._is_on():
             try:
-                self._keep_raw_result(instance, args[0] if args else kwargs.get("message"))
+                message = self._keep_raw_result(instance, args[0] if args else kwargs.get("message"))
+                if message is not None:  # the guard changed the result
+                    args, kwargs = _replaced(args, kwargs, "message", message)
             except Exception:
                 _logger.debug("mcp-tokens could not read an MCP response", exc_info=True)
         return await wrapped(*args, **kwargs)
 
-    def _keep_raw_result(self, session: Any, message: Any) -> None:
+    def _keep_raw_result(self, session: Any, message: Any) -> Any:
+        """Keep the raw result of a request we wait for; the message to hand on instead of
+        `message` when the guard changed the result (else None)."""
         state = self._sessions.find(session)
         if state is None or not state.pending:
-            return
+            return None
         root = getattr(getattr(message, "message", None), "root", None)
         if not isinstance(root, self._sdk.JSONRPCResponse):
-            return
+            return None
         request_id = _normalize_id(root.id)
         call = state.pending.get(request_id)
         # Only ids the SDK will deliver to a waiting send_request (not those of routers).
-        if call is not None and request_id in getattr(session, "_response_streams", {}):
-            call.raw = root.result
+        if call is None or request_id not in getattr(session, "_response_streams", {}):
+            return None
+        call.raw = root.result
+        if self._guard is None or call.exchange.side is not Side.CLIENT:
+            return None
+        delivered = guarded(
+            self._guard,
+            root.result,
+            call.exchange,
+            owns_scope=True,
+            span=call.span,
+            uri=call.uri,
+            server_name=state.server_name,
+        )
+        if delivered is root.result:
+            return None
+        call.raw = delivered
+        inner = message.message.model_copy(update={"root": root.model_copy(update={"result": delivered})})
+        return dataclasses.replace(message, message=inner)
 
     # --- completion -----------------------------------------------------------------------
     def _finish(self, session: Any, call: _Outgoing, error: BaseException | None) -> None:

@@ -19,20 +19,26 @@ import time
 import weakref
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from opentelemetry import context as otel_context
 from opentelemetry import trace
 from opentelemetry.context import Context
 from opentelemetry.instrumentation.mcp_tokens import semconv
-from opentelemetry.instrumentation.mcp_tokens.exchange import RESPONSE_KINDS, BudgetRef, Exchange, Side
+from opentelemetry.instrumentation.mcp_tokens.exchange import RESPONSE_KINDS, Exchange, Side
 from opentelemetry.instrumentation.mcp_tokens.pipeline import Pipeline
+from opentelemetry.instrumentation.mcp_tokens.scope import BudgetRef
 from opentelemetry.trace import Link, Span, SpanKind, Tracer
 from opentelemetry.util.types import AttributeValue
 
 from . import spans, v1_requests
+from .guarding import guarded
+from .guarding import replaced_argument as _replaced
 from .propagation import budget_scope_of, extract_headers, extract_parent
 from .v1_sessions import SessionState, SessionTracker
+
+if TYPE_CHECKING:
+    from opentelemetry.instrumentation.mcp_tokens.guard.core import Guard
 
 _logger = logging.getLogger(__name__)
 
@@ -47,6 +53,9 @@ class _Incoming:
     session: Any
     context: Context
     done: bool = False
+    uri: str | None = None
+    # Whether the budget scope is this server's own (a session or a connection).
+    owns_scope: bool = False
 
 
 class IncomingRequests:
@@ -57,12 +66,15 @@ class IncomingRequests:
         sdk: Any,
         sessions: SessionTracker,
         is_on: Callable[[], bool],
+        *,
+        guard: Guard | None = None,
     ) -> None:
         self._pipeline = pipeline
         self._tracer = tracer
         self._sdk = sdk
         self._sessions = sessions
         self._is_on = is_on
+        self._guard = guard
         self._calls: weakref.WeakKeyDictionary[Any, _Incoming] = weakref.WeakKeyDictionary()
 
     # --- where requests start -------------------------------------------------------------
@@ -123,13 +135,41 @@ class IncomingRequests:
             call = self._safe_begin(instance, getattr(instance, "_session", None))
         if call is None:
             return await wrapped(*args, **kwargs)
+        response = args[0] if args else kwargs.get("response")
+        wire: object = None
+        if self._guard is not None:
+            response, wire = self._guarded(call, response)
+            args, kwargs = _replaced(args, kwargs, "response", response)
         try:
             result = await wrapped(*args, **kwargs)
         except BaseException as exc:
             self._abandon(call, exc)
             raise
-        self._complete(call, instance, args[0] if args else kwargs.get("response"))
+        self._complete(call, instance, response, wire)
         return result
+
+    def _guarded(self, call: _Incoming, response: object) -> tuple[object, object]:
+        """The response to send after the guard, and its wire dump (None if not dumped)."""
+        exchange = call.exchange
+        if call.state.role is not Side.SERVER or isinstance(response, self._sdk.ErrorData):
+            return response, None
+        try:
+            wire = _wire_result(exchange.method, response)
+            delivered = guarded(
+                self._guard,
+                wire,
+                exchange,
+                owns_scope=call.owns_scope,
+                span=call.span,
+                uri=call.uri,
+                server_name=call.state.server_name,
+            )
+            if delivered is wire:
+                return response, wire
+            return _typed_like(response, delivered), delivered
+        except Exception:
+            _logger.debug("mcp-tokens: the guard could not act on a response", exc_info=True)
+            return response, None
 
     # --- internals ------------------------------------------------------------------------
     def _safe_begin(self, responder: Any, session: Any) -> _Incoming | None:
@@ -174,6 +214,7 @@ class IncomingRequests:
             links=_ambient_link(parent, header_context),
             start_time=start_ns,
         )
+        budget, owns_scope = self._budget(state, session, meta)
         exchange = Exchange(
             side=state.role,
             method=method,
@@ -181,7 +222,7 @@ class IncomingRequests:
             request=v1_requests.counted_request(method, params),
             target=target,
             server_name=state.server_name,
-            budget=self._budget(state, session, meta),
+            budget=budget,
             span=span,
             end_span=True,
             operation_side=Side.SERVER,
@@ -190,21 +231,25 @@ class IncomingRequests:
             {key: value for key, value in attributes.items() if key in _METRIC_NETWORK_KEYS}
         )
         span_context = trace.set_span_in_context(span, parent or header_context)
-        return _Incoming(exchange, span, state, session, span_context)
+        uri = v1_requests.resource_uri_of(method, params)
+        return _Incoming(exchange, span, state, session, span_context, uri=uri, owns_scope=owns_scope)
 
-    def _budget(self, state: SessionState, session: Any, meta: Mapping[str, Any]) -> BudgetRef | None:
+    def _budget(
+        self, state: SessionState, session: Any, meta: Mapping[str, Any]
+    ) -> tuple[BudgetRef | None, bool]:
         """Server side: the scope the client sent in baggage, else the transport's session id,
-        else this connection. A client answering its server charges nothing."""
+        else this connection (the last two are the server's own). A client answering its
+        server charges nothing."""
         if state.role is not Side.SERVER:
-            return None
+            return None, False
         sent = budget_scope_of(meta)
         if sent is not None:
-            return sent
+            return sent, False
         info = self._sessions.transport(session)
         scope = info.session_id() if info is not None else None
-        return BudgetRef(scope or state.connection_scope())
+        return BudgetRef(scope or state.connection_scope()), True
 
-    def _complete(self, call: _Incoming, responder: Any, response: object) -> None:
+    def _complete(self, call: _Incoming, responder: Any, response: object, wire: object = None) -> None:
         if call.done:
             return
         call.done = True
@@ -214,13 +259,13 @@ class IncomingRequests:
                 self._submit(call, None, spans.record_exception_type(call.span, None), end_ns)
                 return
             exchange, span = call.exchange, call.span
-            wire: object = None
             error_type: str | None = None
             if isinstance(response, self._sdk.ErrorData):
                 exchange.metric_attributes.update(spans.error_code_attributes(response.code))
                 error_type = spans.record_jsonrpc_error(span, response.code, response.message, receiver=True)
             else:
-                wire = _wire_result(exchange.method, response)
+                if wire is None:
+                    wire = _wire_result(exchange.method, response)
                 if spans.is_tool_error(exchange.method, wire):
                     error_type = spans.record_tool_error(span)
                 if exchange.method == "initialize":
@@ -273,6 +318,13 @@ def _wire_result(method: str, response: object) -> object:
         return None
     dump = getattr(response, "model_dump", None)
     return dump(by_alias=True, mode="json", exclude_none=True) if dump is not None else None
+
+
+def _typed_like(response: Any, wire: object) -> Any:
+    """`wire` as the SDK's model `response` was (a ServerResult around a CallToolResult...)."""
+    root = v1_requests.request_root(response)
+    typed = type(root).model_validate(wire)
+    return typed if root is response else response.model_copy(update={"root": typed})
 
 
 def _initialize_fields(response: object) -> dict[str, Any]:

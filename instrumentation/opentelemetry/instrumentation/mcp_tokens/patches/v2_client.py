@@ -19,22 +19,23 @@ JSON-RPC path does. The requests the client answers are in `v2_answers`.
 
 from __future__ import annotations
 
-import contextlib
 import logging
 import time
 import weakref
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from contextvars import ContextVar
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from weakref import WeakKeyDictionary
 
 from opentelemetry import trace
 from opentelemetry.instrumentation.mcp_tokens import semconv
-from opentelemetry.instrumentation.mcp_tokens.exchange import BudgetRef, Exchange, Side
+from opentelemetry.instrumentation.mcp_tokens.exchange import Exchange, Side
 from opentelemetry.instrumentation.mcp_tokens.pipeline import Pipeline
+from opentelemetry.instrumentation.mcp_tokens.scope import BudgetRef
 from opentelemetry.trace import Span, SpanKind, Tracer
 from opentelemetry.util.types import AttributeValue
 
+from .guarding import guarded
 from .propagation import explicit_budget_scope, inject_meta
 from .v2_answers import AnswerHooks
 from .v2_client_call import ClientCall, Reporter, SessionInfo, current, server_name_of
@@ -44,14 +45,18 @@ from .v2_common import (
     meta_of,
     protocol_version_in,
     reset_quietly,
+    resource_uri_of,
     safely,
     target_of,
 )
 from .v2_server import LoopSession
 from .v2_server_call import current_server_call
-from .v2_spans import Handoff, end_quietly
+from .v2_spans import Adoption, Handoff, adopting_otel_span
 from .v2_transport import CLIENT_TRANSPORT, DIRECT_DISPATCH, NO_TRANSPORT
 from .wrapping import PatchSet
+
+if TYPE_CHECKING:
+    from opentelemetry.instrumentation.mcp_tokens.guard.core import Guard
 
 _logger = logging.getLogger(__name__)
 
@@ -69,8 +74,11 @@ class ClientHooks:
         modern_versions: frozenset[str],
         mcp_error: Any,
         server_loop: Callable[[Any], LoopSession | None] = lambda dispatcher: None,
+        *,
+        guard: Guard | None = None,
     ) -> None:
         self._pipeline = pipeline
+        self._guard = guard
         self._server_loop = server_loop
         self._modern_versions = modern_versions
         self._reporter = Reporter(pipeline, tracer, mcp_error)
@@ -83,7 +91,7 @@ class ClientHooks:
         patches.wrap(session_class, "__init__", self._register_session)
         sdk_otel = import_optional("mcp.shared._otel")
         if getattr(sdk_otel, "_tracer", None) is not None and "otel_span" in vars(dispatcher_module):
-            adopting = self._adopting_otel_span(dispatcher_module.otel_span, sdk_otel)
+            adopting = adopting_otel_span(dispatcher_module.otel_span, sdk_otel, self._claim_span)
             patches.replace(dispatcher_module, "otel_span", adopting)
         direct = getattr(import_optional("mcp.shared.direct_dispatcher"), "DirectDispatcher", None)
         if direct is not None and "send_raw_request" in vars(direct):
@@ -156,6 +164,8 @@ class ClientHooks:
             safely(self._reporter.failed, call, exc)
             raise
         else:
+            if self._guard is not None:
+                result = self._guarded(call, result)
             safely(self._reporter.succeeded, call, result)
             return result
         finally:
@@ -179,12 +189,23 @@ class ClientHooks:
             safely(self._reporter.failed, call, exc)
             raise
         else:
+            if self._guard is not None:
+                result = self._guarded(call, result)
             safely(self._reporter.succeeded, call, result)
             return result
         finally:
             reset_quietly(DIRECT_DISPATCH, direct)
             safely(self._reporter.close, call)
             call.handoff.abandon()
+
+    def _guarded(self, call: ClientCall, result: object) -> object:
+        """The raw result after the guard: what the application receives (the client's own
+        requests only; a server's requests to its client are not tool results)."""
+        exchange = call.exchange
+        if exchange.side is not Side.CLIENT:
+            return result
+        uri = safely(resource_uri_of, exchange.method, exchange.request)
+        return guarded(self._guard, result, exchange, owns_scope=True, span=call.handoff.span, uri=uri)
 
     def _begin(self, dispatcher: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> ClientCall:
         method = args[0] if args else kwargs["method"]
@@ -233,52 +254,16 @@ class ClientHooks:
         return call
 
     # --- the SDK's CLIENT span ---------------------------------------------------------
-    def _adopting_otel_span(self, original: Callable[..., Any], sdk_otel: Any) -> Callable[..., Any]:
-        @contextlib.contextmanager
-        def otel_span(
-            name: str,
-            *,
-            kind: SpanKind,
-            attributes: dict[str, Any] | None = None,
-            context: Any = None,
-            record_exception: bool = True,
-            set_status_on_exception: bool = True,
-        ) -> Iterator[Span]:
-            call = _PENDING.get()
-            tracer = getattr(sdk_otel, "_tracer", None)
-            if call is None or call.claimed or kind is not SpanKind.CLIENT or tracer is None:
-                with original(
-                    name,
-                    kind=kind,
-                    attributes=attributes,
-                    context=context,
-                    record_exception=record_exception,
-                    set_status_on_exception=set_status_on_exception,
-                ) as sdk_span:
-                    yield sdk_span
-                return
-            # Claimed at once: no await separates the wrapper from this call, so the
-            # request it belongs to is this context's own (a server running in memory
-            # inherits the slot, already claimed).
-            call.claimed = True
-            span: Span | None = None
-            try:
-                with tracer.start_as_current_span(
-                    name,
-                    kind=kind,
-                    attributes=attributes,
-                    context=context,
-                    record_exception=record_exception,
-                    set_status_on_exception=set_status_on_exception,
-                    end_on_exit=False,
-                ) as span:
-                    safely(_adopt, call, span, attributes)
-                    yield span
-            finally:
-                if span is not None and call.handoff.span is not span:
-                    end_quietly(span)  # our adoption failed: end it as the SDK would have
-
-        return otel_span
+    @staticmethod
+    def _claim_span(kind: SpanKind, parent: object) -> Adoption | None:
+        call = _PENDING.get()
+        if call is None or call.claimed or kind is not SpanKind.CLIENT:
+            return None
+        # Claimed at once: no await separates the wrapper from this call, so the request it
+        # belongs to is this context's own (a server running in memory inherits the slot,
+        # already claimed).
+        call.claimed = True
+        return Adoption(call.handoff, adopt=lambda span, attributes: _adopt(call, span, attributes))
 
 
 def _adopt(call: ClientCall, span: Span, attributes: object) -> None:

@@ -25,24 +25,25 @@ from __future__ import annotations
 import logging
 import time
 import uuid
-from collections.abc import Awaitable, Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Awaitable, Callable
 from contextvars import ContextVar
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from weakref import WeakKeyDictionary
 
 from opentelemetry import context as otel_context
 from opentelemetry.instrumentation.mcp_tokens import semconv
-from opentelemetry.instrumentation.mcp_tokens.exchange import BudgetRef, Exchange, Side
+from opentelemetry.instrumentation.mcp_tokens.exchange import Exchange, Side
 from opentelemetry.instrumentation.mcp_tokens.pipeline import Pipeline
-from opentelemetry.trace import Link, Span, SpanKind, get_current_span
+from opentelemetry.instrumentation.mcp_tokens.scope import BudgetRef
+from opentelemetry.trace import Link, SpanKind, get_current_span
 from opentelemetry.util.types import AttributeValue
 
+from .guarding import guarded
 from .propagation import budget_scope_of
-from .v2_common import import_optional, meta_of, reset_quietly, safely, target_of
+from .v2_common import import_optional, meta_of, reset_quietly, resource_uri_of, safely, target_of
 from .v2_server_call import CURRENT_CALL, ServerCall
-from .v2_spans import end_quietly
+from .v2_spans import Adoption, adopting_otel_span
 from .v2_transport import (
     DIRECT_DISPATCH,
     NO_TRANSPORT,
@@ -51,6 +52,9 @@ from .v2_transport import (
     http_server_transport,
 )
 from .wrapping import PatchSet
+
+if TYPE_CHECKING:
+    from opentelemetry.instrumentation.mcp_tokens.guard.core import Guard
 
 _logger = logging.getLogger(__name__)
 
@@ -71,8 +75,11 @@ class LoopSession:
 
 
 class ServerHooks:
-    def __init__(self, pipeline: Pipeline, modern_versions: frozenset[str], mcp_error: Any) -> None:
+    def __init__(
+        self, pipeline: Pipeline, modern_versions: frozenset[str], mcp_error: Any, guard: Guard | None = None
+    ) -> None:
         self._pipeline = pipeline
+        self._guard = guard
         self._modern_versions = modern_versions
         self._mcp_error = mcp_error
         self._loops: WeakKeyDictionary[Any, LoopSession] = WeakKeyDictionary()
@@ -96,7 +103,10 @@ class ServerHooks:
         otel_module = import_optional("mcp.server._otel")
         tracer = getattr(import_optional("mcp.shared._otel"), "_tracer", None)
         if otel_module is not None and tracer is not None and "otel_span" in vars(otel_module):
-            patches.replace(otel_module, "otel_span", self._adopting_otel_span(otel_module.otel_span))
+            adopting = adopting_otel_span(
+                otel_module.otel_span, import_optional("mcp.shared._otel"), self._claim_span
+            )
+            patches.replace(otel_module, "otel_span", adopting)
         modern = import_optional("mcp.server._streamable_http_modern")
         if modern is not None and "_tool_input_schema" in vars(modern):
             patches.wrap(modern, "_tool_input_schema", _flag_synthetic_listing)
@@ -148,10 +158,20 @@ class ServerHooks:
             except BaseException as exc:
                 safely(state.fail, exc)
                 raise
+            if self._guard is not None:
+                result = self._guarded(state, result)
             safely(state.succeed, result)
             return result
 
         return call
+
+    def _guarded(self, state: ServerCall, result: object) -> object:
+        """The wire result after the guard: what the transport serialises and the exchange counts."""
+        exchange = state.exchange
+        uri = safely(resource_uri_of, exchange.method, exchange.request)
+        return guarded(
+            self._guard, result, exchange, owns_scope=state.owns_scope, span=state.handoff.span, uri=uri
+        )
 
     def _begin(self, runner: Any, ctx: Any) -> ServerCall | None:
         """A ServerCall for a request (None for notifications and the synthetic listing)."""
@@ -163,19 +183,22 @@ class ServerHooks:
             metric: dict[str, AttributeValue] = dict(transport.metric)
             if isinstance(ctx.protocol_version, str):
                 metric[semconv.MCP_PROTOCOL_VERSION] = ctx.protocol_version
+            budget, owns_scope = self._budget(runner, ctx)
             exchange = Exchange(
                 side=Side.SERVER,
                 method=method,
                 request=params,
                 target=target_of(method, params),
                 server_name=getattr(runner.server, "name", None),
-                budget=self._budget(runner, ctx),
+                budget=budget,
                 metric_attributes=metric,
                 in_process=DIRECT_DISPATCH.get(),
             )
-            return ServerCall(
+            call = ServerCall(
                 runner, ctx, exchange, pipeline=self._pipeline, transport=transport, mcp_error=self._mcp_error
             )
+            call.owns_scope = owns_scope
+            return call
         except Exception:
             _logger.debug("mcp-tokens could not follow a server request", exc_info=True)
             return None
@@ -191,71 +214,34 @@ class ServerHooks:
             loop.server_name = getattr(runner.server, "name", None)
         return transport
 
-    def _budget(self, runner: Any, ctx: Any) -> BudgetRef | None:
+    def _budget(self, runner: Any, ctx: Any) -> tuple[BudgetRef | None, bool]:
+        """The scope a request is charged to, and whether it is this server's own (a
+        session or a connection) rather than one its client named."""
         sent = budget_scope_of(meta_of(ctx.params))
         if sent is not None:
-            return sent
+            return sent, False
         if ctx.protocol_version in self._modern_versions:
-            return None  # 2026-07-28 has no session: only the client's baggage names a budget
+            return None, False  # 2026-07-28 has no session: only the client's baggage names a budget
         connection = runner.connection
         session_id = getattr(connection, "session_id", None)
         if isinstance(session_id, str) and session_id:
-            return BudgetRef(session_id)
+            return BudgetRef(session_id), True
         loop = self._loops.get(connection)
-        return BudgetRef(loop.key) if loop is not None else None
+        return (BudgetRef(loop.key), True) if loop is not None else (None, False)
 
     # --- the SDK's SERVER span -------------------------------------------------------
-    def _adopting_otel_span(self, original: Callable[..., Any]) -> Callable[..., Any]:
-        sdk_otel = import_optional("mcp.shared._otel")
-
-        @contextmanager
-        def otel_span(
-            name: str,
-            *,
-            kind: SpanKind,
-            attributes: dict[str, Any] | None = None,
-            context: Any = None,
-            record_exception: bool = True,
-            set_status_on_exception: bool = True,
-        ) -> Iterator[Span]:
-            state = CURRENT_CALL.get()
-            tracer = getattr(sdk_otel, "_tracer", None)
-            if state is None or kind is not SpanKind.SERVER or tracer is None or not state.claim_span():
-                with original(
-                    name,
-                    kind=kind,
-                    attributes=attributes,
-                    context=context,
-                    record_exception=record_exception,
-                    set_status_on_exception=set_status_on_exception,
-                ) as sdk_span:
-                    yield sdk_span
-                return
-            span: Span | None = None
-            failure: BaseException | None = None
-            try:
-                with tracer.start_as_current_span(
-                    name,
-                    kind=kind,
-                    attributes=attributes,
-                    context=context,
-                    links=safely(_ambient_links, context),
-                    record_exception=record_exception,
-                    set_status_on_exception=set_status_on_exception,
-                    end_on_exit=False,
-                ) as span:
-                    safely(state.adopt, span)
-                    yield span
-            except BaseException as exc:
-                failure = exc
-                raise
-            finally:
-                if span is not None and state.handoff.span is not span:
-                    end_quietly(span)  # our adoption failed: end it as the SDK would have
-                else:
-                    safely(state.span_exited, failure)
-
-        return otel_span
+    @staticmethod
+    def _claim_span(kind: SpanKind, parent: otel_context.Context | None) -> Adoption | None:
+        """The first SERVER span the SDK opens in a request we follow is that request's."""
+        state = CURRENT_CALL.get()
+        if state is None or kind is not SpanKind.SERVER or not state.claim_span():
+            return None
+        return Adoption(
+            state.handoff,
+            adopt=lambda span, attributes: state.adopt(span),
+            exited=state.span_exited,
+            links=safely(_ambient_links, parent),
+        )
 
     # --- sessions ----------------------------------------------------------------------
     def _register_loop(

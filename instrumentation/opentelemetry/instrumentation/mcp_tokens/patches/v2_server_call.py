@@ -58,6 +58,8 @@ class ServerCall:
         self.inner_started = False
         self.finished = False
         self.deferred: Span | None = None
+        # Whether the budget scope is this server's own (see ServerHooks._budget).
+        self.owns_scope = False
         self.failure_attributes: dict[str, AttributeValue] = {}
 
     # --- the span --------------------------------------------------------------------

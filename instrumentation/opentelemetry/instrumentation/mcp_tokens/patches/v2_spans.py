@@ -21,14 +21,15 @@ from __future__ import annotations
 import contextlib
 import logging
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass
 from typing import Any
 from weakref import WeakSet
 
 from opentelemetry.instrumentation.mcp_tokens import semconv
 from opentelemetry.instrumentation.mcp_tokens.exchange import Exchange
 from opentelemetry.instrumentation.mcp_tokens.pipeline import Pipeline
-from opentelemetry.trace import Span, SpanKind
+from opentelemetry.trace import Link, Span, SpanKind
 from opentelemetry.util.types import AttributeValue
 
 _logger = logging.getLogger(__name__)
@@ -163,3 +164,98 @@ def add_missing(span: Span, attributes: Mapping[str, AttributeValue]) -> None:
     missing = {key: value for key, value in attributes.items() if key not in present}
     if missing:
         span.set_attributes(missing)
+
+
+def _nothing(failure: BaseException | None) -> None:
+    return None
+
+
+@dataclass
+class Adoption:
+    """How one request takes over the span the SDK opens for it (see `adopting_otel_span`)."""
+
+    handoff: Handoff
+    # Called with the span and the SDK's attributes once the span is open.
+    adopt: Callable[[Span, object], None]
+    # Called when the SDK's block around the span exits (with what it raised, if anything).
+    exited: Callable[[BaseException | None], None] = _nothing
+    links: list[Link] | None = None
+
+
+# Decides, for a span the SDK is about to open, whether a request of ours adopts it.
+Claim = Callable[[SpanKind, Any], Adoption | None]
+
+
+def adopting_otel_span(original: Callable[..., Any], sdk_otel: Any, claim: Claim) -> Callable[..., Any]:
+    """A replacement for the SDK's module-global `otel_span` context manager.
+
+    The SDK ends the span it opens there when its block exits, before the analysis has
+    counted anything. When `claim(kind, parent)` returns an `Adoption`, the span is opened
+    with the same tracer, name, kind, attributes and parent but `end_on_exit=False`, and
+    handed to the request's `Handoff`, which ends it later; otherwise `original` runs.
+    If adopting fails, the span is ended on the spot, as the SDK would have.
+    """
+
+    @contextlib.contextmanager
+    def otel_span(
+        name: str,
+        *,
+        kind: SpanKind,
+        attributes: dict[str, Any] | None = None,
+        context: Any = None,
+        record_exception: bool = True,
+        set_status_on_exception: bool = True,
+    ) -> Iterator[Span]:
+        tracer = getattr(sdk_otel, "_tracer", None)
+        adoption = _safe_claim(claim, kind, context) if tracer is not None else None
+        if tracer is None or adoption is None:
+            with original(
+                name,
+                kind=kind,
+                attributes=attributes,
+                context=context,
+                record_exception=record_exception,
+                set_status_on_exception=set_status_on_exception,
+            ) as sdk_span:
+                yield sdk_span
+            return
+        span: Span | None = None
+        failure: BaseException | None = None
+        try:
+            with tracer.start_as_current_span(
+                name,
+                kind=kind,
+                attributes=attributes,
+                context=context,
+                links=adoption.links,
+                record_exception=record_exception,
+                set_status_on_exception=set_status_on_exception,
+                end_on_exit=False,
+            ) as span:
+                _quietly(adoption.adopt, span, attributes)
+                yield span
+        except BaseException as exc:
+            failure = exc
+            raise
+        finally:
+            if span is not None and adoption.handoff.span is not span:
+                end_quietly(span)  # our adoption failed: end it as the SDK would have
+            else:
+                _quietly(adoption.exited, failure)
+
+    return otel_span
+
+
+def _safe_claim(claim: Claim, kind: SpanKind, context: Any) -> Adoption | None:
+    try:
+        return claim(kind, context)
+    except Exception:
+        _logger.debug("mcp-tokens could not claim an SDK span", exc_info=True)
+        return None
+
+
+def _quietly(function: Callable[..., None], *args: Any) -> None:
+    try:
+        function(*args)
+    except Exception:
+        _logger.debug("mcp-tokens span bookkeeping failed", exc_info=True)

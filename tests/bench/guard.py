@@ -1,0 +1,152 @@
+"""What the guard costs on the response path: `python -m tests.bench.guard`.
+
+1. Results under the limit: tools/call in memory (the test apps' low-level server and the
+   SDK client, both instrumented in this process), guard off against GUARD=truncate with the
+   default limit (25,000 tokens), in alternating blocks within one run. Results of at most
+   25,000 bytes fit by their size alone: their median ratio must stay within `--max-ratio`.
+   A 60 KB result (about 20,000 tokens) must be counted to be known to fit, by the server's
+   guard and again by the client's: its ratio is reported, not bounded.
+2. A 20 MB result cut to 25,000 tokens: the guard's decision and cut (assess + truncate,
+   with its real tokenizer), the best CPU time of a few runs; fails above `--max-cut-s`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import time
+from typing import Any
+
+import anyio
+from opentelemetry.instrumentation.mcp_tokens.engine.images import ImageModel
+from opentelemetry.instrumentation.mcp_tokens.engine.tokenizer import TokenizerSpec
+from opentelemetry.instrumentation.mcp_tokens.guard.results import Results
+from opentelemetry.instrumentation.mcp_tokens.guard.tokens import GuardTokenizer
+
+from tests.integration.apps.client import Target, connect
+from tests.integration.v2_support import instrumented
+
+from ._doc import add_markdown_option, table, write_section
+from ._timing import best_cpu_seconds_each
+from .engine import json_payload
+
+# (tool, arguments): about 1 KB and 20 KB of JSON, which fit 25,000 tokens by their size...
+SIZED_OUT = (("records", {"n": 10}), ("records", {"n": 200}))
+# ...and about 60 KB (some 20,000 tokens), which must be counted to be known to fit.
+COUNTED = (("records", {"n": 600}),)
+LIMIT = 25_000
+
+
+Calls = tuple[tuple[str, dict[str, Any]], ...]
+
+
+async def _timed_calls(calls: Calls, rounds: int) -> list[float]:
+    seconds: list[float] = []
+    async with connect(Target("lowlevel", "memory")) as driver:
+        await driver.list_tools()
+        for name, arguments in calls:  # warm up
+            await driver.call_tool(name, arguments)
+        for _ in range(rounds):
+            for name, arguments in calls:
+                start = time.perf_counter()
+                await driver.call_tool(name, arguments)
+                seconds.append(time.perf_counter() - start)
+    return seconds
+
+
+def _block(guard: str, calls: Calls, rounds: int) -> list[float]:
+    settings: dict[str, Any] = {"guard": guard} if guard != "off" else {}
+    with instrumented(**settings) as telemetry:
+        if telemetry.instrumentor.guard is not None:
+            telemetry.instrumentor.guard.wait_ready(60.0)  # loaded before timing
+        return anyio.run(_timed_calls, calls, rounds)  # type: ignore[no-any-return]
+
+
+def off_and_on(calls: Calls, blocks: int, rounds: int) -> tuple[float, float]:
+    """Median call time with the guard off and on, blocks taking turns."""
+    times: dict[str, list[float]] = {"off": [], "truncate": []}
+    for _ in range(blocks):
+        for mode, seconds in times.items():
+            seconds.extend(_block(mode, calls, rounds))
+    return statistics.median(times["off"]), statistics.median(times["truncate"])
+
+
+def cut_twenty_megabytes(repeat: int) -> tuple[float, int]:
+    """Best CPU seconds to decide and cut a 20 MB result to 25,000 tokens, and what it delivered."""
+    measure = GuardTokenizer(TokenizerSpec("o200k_base"), max_bytes=32 << 20, wait_s=30.0).measure()
+    results = Results(lambda: measure, ImageModel.ANTHROPIC)
+    text = json_payload(20_000_000)
+    result = {"content": [{"type": "text", "text": text}]}
+    delivered: list[int] = []
+
+    def cut() -> None:
+        assessment = results.assess("tools/call", result, LIMIT)
+        shaped = results.truncate(assessment, LIMIT, lambda tokens: f"[cut: {tokens:,} tokens delivered]")
+        delivered.append(shaped.delivered)
+
+    (seconds,) = best_cpu_seconds_each([cut], repeat)
+    return seconds, delivered[-1]
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--blocks", type=int, default=6, help="blocks per mode, alternating")
+    parser.add_argument("--rounds", type=int, default=100, help="rounds of the calls per block")
+    parser.add_argument("--max-ratio", type=float, default=1.10, help="guard on / off median bound")
+    parser.add_argument("--max-cut-s", type=float, default=0.5, help="CPU seconds bound of the 20 MB cut")
+    parser.add_argument("--quick", action="store_true", help="a short run to check the benchmark works")
+    add_markdown_option(parser)
+    args = parser.parse_args(argv)
+    blocks, rounds, repeat = (2, 10, 1) if args.quick else (args.blocks, args.rounds, 5)
+
+    print(f"tools/call in memory, results under {LIMIT:,} tokens, {blocks} blocks x {rounds} rounds per mode")
+    off, on = off_and_on(SIZED_OUT, blocks, rounds)
+    ratio = on / off
+    print(
+        f"  1 KB, 20 KB (fit by size): median off {off * 1e3:.3f} ms, on {on * 1e3:.3f} ms, ratio {ratio:.3f}"
+    )
+    counted_off, counted_on = off_and_on(COUNTED, blocks, rounds)
+    print(
+        f"  60 KB (counted on both sides): median off {counted_off * 1e3:.3f} ms, "
+        f"on {counted_on * 1e3:.3f} ms, ratio {counted_on / counted_off:.3f}"
+    )
+    seconds, delivered = cut_twenty_megabytes(repeat)
+    print(
+        f"20 MB result cut to {LIMIT:,} tokens: {seconds * 1e3:.1f} ms CPU (best of {repeat}), "
+        f"{delivered:,} delivered"
+    )
+    failed = []
+    if ratio > args.max_ratio:
+        failed.append(f"guard on / off ratio {ratio:.3f} > {args.max_ratio}")
+    if seconds > args.max_cut_s or delivered > LIMIT:
+        failed.append(f"20 MB cut took {seconds:.3f} s (bound {args.max_cut_s} s), delivered {delivered}")
+    for failure in failed:
+        print("FAILED:", failure)
+    if args.markdown:
+        rows = [
+            [
+                "1 KB and 20 KB results (fit by size)",
+                f"{off * 1e3:.3f}",
+                f"{on * 1e3:.3f}",
+                f"{ratio:.3f}",
+                f"<= {args.max_ratio:g}",
+            ],
+            [
+                "60 KB result (counted on both sides)",
+                f"{counted_off * 1e3:.3f}",
+                f"{counted_on * 1e3:.3f}",
+                f"{counted_on / counted_off:.3f}",
+                "",
+            ],
+        ]
+        body = (
+            table(["tools/call in memory", "median off ms", "median on ms", "ratio", "bound"], rows)
+            + f"\n\nA 20 MB result cut to {LIMIT:,} tokens: {seconds * 1e3:.1f} ms of CPU (best of {repeat};"
+            f" bound {args.max_cut_s * 1e3:g} ms), {delivered:,} tokens delivered."
+        )
+        write_section(args.markdown, "guard", body, "tests.bench.guard", argv)
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,193 @@
+"""What `instrument()` adds to a process's start: `python -m tests.bench.startup`.
+
+Each run is a new interpreter (`python -c`), with and without mcp-tokens, the two taking
+turns (U I, I U, ...) so that a slow spell of the machine hits both. What is compared is
+the CPU time (user + system) of the whole process, read by the parent when it exits: on a
+shared machine another process's burst would otherwise count against one variant. The
+bound applies to the difference of the fastest runs of each variant (interference only ever
+adds time, and importing the MCP SDK alone varies by tens of milliseconds from run to run);
+medians and wall times are printed beside it.
+
+Three kinds of process, each first loading what `opentelemetry-instrument` has loaded
+before any instrumentor runs (the SDK's providers, `BaseInstrumentor`):
+- an MCP server: `instrument()`, then the application imports the MCP SDK's server;
+- a process that never imports the MCP SDK (a server's supervisor, the gunicorn master,
+  multiprocessing's resource tracker): `instrument()` and nothing else;
+- the same MCP server under the real `opentelemetry-instrument` launcher, mcp-tokens
+  disabled (`OTEL_PYTHON_DISABLED_INSTRUMENTATIONS`) against enabled.
+
+No MCP message is exchanged, so no helper process starts: what is measured is the
+start-up alone. Exits 1 when the CPU added in any row exceeds `--bound-ms` (50).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, field
+
+from ._doc import add_markdown_option, table, write_section
+
+BOUND_MS = 50.0
+PRELUDE = (
+    "import opentelemetry.sdk.trace, opentelemetry.sdk.metrics\n"
+    "import opentelemetry.instrumentation.instrumentor\n"
+)
+INSTRUMENT = (
+    "from opentelemetry.instrumentation.mcp_tokens import McpTokensInstrumentor\n"
+    "McpTokensInstrumentor().instrument()\n"
+)
+# What an MCP server application imports, on either SDK line.
+APPLICATION = (
+    "try:\n"
+    "    from mcp.server.mcpserver import MCPServer\n"
+    "except ImportError:\n"
+    "    from mcp.server.fastmcp import FastMCP\n"
+)
+
+
+@dataclass
+class Row:
+    name: str
+    uninstrumented: list[str]
+    instrumented: list[str]
+    env_uninstrumented: dict[str, str] = field(default_factory=dict)
+    env_instrumented: dict[str, str] = field(default_factory=dict)
+    # (CPU s, wall s) per run
+    runs: dict[str, list[tuple[float, float]]] = field(default_factory=lambda: {"U": [], "I": []})
+
+    def added_cpu_ms(self) -> float:
+        """The fastest instrumented run's CPU time less the fastest uninstrumented run's."""
+        fastest = {variant: min(c for c, _ in runs) for variant, runs in self.runs.items()}
+        return 1000 * (fastest["I"] - fastest["U"])
+
+
+def rows() -> list[Row]:
+    python = [sys.executable, "-c"]
+    found: list[Row] = [
+        Row(
+            "MCP server (imports the MCP SDK)",
+            [*python, PRELUDE + APPLICATION],
+            [*python, PRELUDE + INSTRUMENT + APPLICATION],
+        ),
+        Row("process that never imports the MCP SDK", [*python, PRELUDE], [*python, PRELUDE + INSTRUMENT]),
+    ]
+    launcher = shutil.which("opentelemetry-instrument", path=os.path.dirname(sys.executable))
+    if launcher is not None:
+        command = [
+            launcher,
+            "--traces_exporter",
+            "none",
+            "--metrics_exporter",
+            "none",
+            "--logs_exporter",
+            "none",
+            *python,
+            APPLICATION,
+        ]
+        found.append(
+            Row(
+                "MCP server under opentelemetry-instrument",
+                command,
+                command,
+                env_uninstrumented={"OTEL_PYTHON_DISABLED_INSTRUMENTATIONS": "mcp_tokens"},
+                env_instrumented={"OTEL_PYTHON_DISABLED_INSTRUMENTATIONS": ""},
+            )
+        )
+    return found
+
+
+def run_once(command: list[str], extra_env: dict[str, str]) -> tuple[float, float]:
+    """(CPU seconds, wall seconds) of one process run to its end. Modules are loaded from
+    their compiled bytecode, as an installed package's are (the warm-up runs write it)."""
+    env = {**os.environ, **extra_env}
+    env.pop("PYTHONDONTWRITEBYTECODE", None)
+    started = time.perf_counter()
+    process = subprocess.Popen(command, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    _, status, usage = os.wait4(process.pid, 0)
+    wall = time.perf_counter() - started
+    process.returncode = os.waitstatus_to_exitcode(status)
+    if process.returncode != 0:
+        error = process.stderr.read().decode(errors="replace") if process.stderr else ""
+        raise RuntimeError(f"{command[:3]}... exited {process.returncode}: {error[-2000:]}")
+    if process.stderr:
+        process.stderr.close()
+    return usage.ru_utime + usage.ru_stime, wall
+
+
+def measure(row: Row, runs: int) -> None:
+    for _ in range(2):  # the file cache and the bytecode, for both
+        run_once(row.uninstrumented, row.env_uninstrumented)
+        run_once(row.instrumented, row.env_instrumented)
+    for index in range(runs):
+        order = ("U", "I") if index % 2 == 0 else ("I", "U")
+        for variant in order:
+            command, env = (
+                (row.uninstrumented, row.env_uninstrumented)
+                if variant == "U"
+                else (row.instrumented, row.env_instrumented)
+            )
+            row.runs[variant].append(run_once(command, env))
+
+
+def results_table(measured: list[Row], bound_ms: float) -> str:
+    lines = []
+    for row in measured:
+        cpu = {v: 1000 * statistics.median(c for c, _ in runs) for v, runs in row.runs.items()}
+        wall = {v: 1000 * statistics.median(w for _, w in runs) for v, runs in row.runs.items()}
+        added = row.added_cpu_ms()
+        lines.append(
+            [
+                row.name,
+                len(row.runs["I"]),
+                f"{added:.1f}",
+                f"{cpu['U']:.0f}",
+                f"{cpu['I']:.0f}",
+                f"{wall['U']:.0f}",
+                f"{wall['I']:.0f}",
+                "ok" if added <= bound_ms else f"over {bound_ms:g}",
+            ]
+        )
+    header = [
+        "process",
+        "runs",
+        "CPU added ms (fastest runs)",
+        "median CPU U ms",
+        "median CPU I ms",
+        "median wall U ms",
+        "median wall I ms",
+        "bound",
+    ]
+    return table(header, lines, [False, True, True, True, True, True, True, False])
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--runs", type=int, default=20, help="runs of each variant, taking turns")
+    parser.add_argument("--bound-ms", type=float, default=BOUND_MS)
+    add_markdown_option(parser)
+    args = parser.parse_args(argv)
+    measured = rows()
+    for row in measured:
+        print(f"  {row.name}", file=sys.stderr)
+        measure(row, args.runs)
+    print("process start-up, uninstrumented (U) and with mcp-tokens (I), alternating runs")
+    rendered = results_table(measured, args.bound_ms)
+    print(rendered)
+    if args.markdown:
+        write_section(args.markdown, "startup", rendered, "tests.bench.startup", argv)
+    over = [row.name for row in measured if row.added_cpu_ms() > args.bound_ms]
+    if over:
+        print(f"over {args.bound_ms:g} ms of CPU: {', '.join(over)}")
+        return 1
+    print(f"every row within {args.bound_ms:g} ms of CPU")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

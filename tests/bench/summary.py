@@ -1,0 +1,175 @@
+"""The README's performance table, from the tables the benchmarks wrote into docs/performance.md.
+
+    python -m tests.bench.summary [--performance docs/performance.md] [--readme README.md]
+
+`make bench` runs it last. It reads each benchmark's section of docs/performance.md (the
+tables between the `<!-- bench:NAME -->` markers) and replaces what stands between
+`<!-- bench:summary -->` and `<!-- /bench:summary -->` in the README with one table of the
+figures a user asks about first, and the machine they were measured on. A figure whose
+benchmark has not written its section reads "not measured".
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+import sys
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+from ._doc import table
+
+Rows = list[dict[str, str]]
+_SECTION = re.compile(r"<!-- bench:(?P<name>[\w-]+) -->\n(?P<body>.*?)<!-- /bench:(?P=name) -->", re.DOTALL)
+NOT_MEASURED = "not measured"
+
+
+def sections(document: str) -> dict[str, str]:
+    return {match["name"]: match["body"] for match in _SECTION.finditer(document)}
+
+
+def first_table(body: str) -> Rows:
+    """The rows of the first markdown table in `body`, keyed by its header cells."""
+    lines = [line.strip() for line in body.splitlines() if line.strip().startswith("|")]
+    if len(lines) < 2:
+        return []
+    header = _cells(lines[0])
+    return [dict(zip(header, _cells(line), strict=False)) for line in lines[2:]]
+
+
+def _cells(line: str) -> list[str]:
+    return [cell.strip() for cell in line.strip().strip("|").split("|")]
+
+
+def machine_of(body: str) -> str | None:
+    match = re.search(r"^Machine: (.+?)\.?$", body, re.MULTILINE)
+    return match.group(1) if match else None
+
+
+# --- one figure per function: (what, figure) rows from a benchmark's section --------------------
+def tool_calls(body: str) -> list[tuple[str, str]]:
+    rows = [row for row in first_table(body) if row.get("transport") == "stdio"]
+    out = []
+    for row in rows:
+        added, interval = row.get("p99 added ms", "-"), row.get("90% interval", "-")
+        out.append(
+            (
+                f"a tool call over stdio, {row.get('payload')} result, client and server instrumented "
+                f"(pause {row.get('pause ms')} ms after each)",
+                f"median ×{row.get('ratio')}; p99 {_signed(added)} ms (90%: {interval})",
+            )
+        )
+    return out
+
+
+def startup(body: str) -> list[tuple[str, str]]:
+    added = [
+        f"{row['process']}: {row['CPU added ms (fastest runs)']} ms"
+        for row in first_table(body)
+        if row.get("CPU added ms (fastest runs)")
+    ]
+    return [("what `instrument()` adds to a process's start, in CPU time", "; ".join(added))] if added else []
+
+
+def worker_cost(body: str) -> list[tuple[str, str]]:
+    rows = first_table(body)
+    if not rows:
+        return []
+    sizes = " / ".join(row["tool result"] for row in rows)
+    own = " / ".join(row["this process, ms CPU"] for row in rows)
+    helper = " / ".join(row["helper, ms CPU"] for row in rows)
+    return [
+        (f"CPU per analysed exchange in the application, {sizes} result", f"{own} ms"),
+        (f"CPU per analysed exchange in the helper process, {sizes} result", f"{helper} ms"),
+    ]
+
+
+def engine(body: str) -> list[tuple[str, str]]:
+    rows = first_table(body)
+    out = []
+    counting = [row for row in rows if row.get("check", "").startswith("exact count / tiktoken, 1 MB")]
+    if counting:
+        out.append(("exact counting against raw tiktoken, 1 MB of JSON", counting[0]["measured"]))
+    rates = [
+        (float(row["measured"].split()[0]), row["check"].split(", ", 1)[1])
+        for row in rows
+        if row.get("check", "").startswith("padding detection alone") and row["measured"].endswith("MB/s")
+    ]
+    if rates:
+        slowest, name = min(rates)
+        out.append(("padding detection, slowest input type", f"{slowest:g} MB/s ({name.split(' (')[0]})"))
+    return out
+
+
+def guard(body: str) -> list[tuple[str, str]]:
+    out = []
+    for row in first_table(body):
+        if "fit by size" in row.get("tools/call in memory", ""):
+            out.append(("a tool call with the guard on, result within the limit", f"median ×{row['ratio']}"))
+    match = re.search(r"A 20 MB result cut to 25,000 tokens: ([\d.]+ ms) of CPU", body)
+    if match:
+        out.append(("the guard cutting a 20 MB result to 25,000 tokens", f"{match.group(1)} CPU"))
+    return out
+
+
+def exporters(body: str) -> list[tuple[str, str]]:
+    rows = {row.get("step", ""): row.get("CPU ms", "") for row in first_table(body)}
+    merge = next((step for step in rows if step.startswith("root merge")), None)
+    stock = rows.get("stock exporter page, one process")
+    if merge is None or stock is None:
+        return []
+    return [(f"a multi-worker scrape: {merge}", f"{rows[merge]} ms CPU (one process's page: {stock} ms)")]
+
+
+FIGURES: Sequence[tuple[str, Callable[[str], list[tuple[str, str]]]]] = (
+    ("instrumented", tool_calls),
+    ("startup", startup),
+    ("worker-cost", worker_cost),
+    ("engine", engine),
+    ("guard", guard),
+    ("exporters", exporters),
+)
+
+
+def summary(performance: str) -> str:
+    found = sections(performance)
+    rows: list[tuple[str, str]] = []
+    machines = []
+    for name, figures in FIGURES:
+        body = found.get(name)
+        produced = figures(body) if body is not None else []
+        rows += produced or [(f"({name} benchmark)", NOT_MEASURED)]
+        machine = machine_of(body) if body is not None else None
+        if machine and machine not in machines:
+            machines.append(machine)
+    text = table(("what", "measured"), rows, right=(False, False))
+    where = "; ".join(machines) if machines else "unknown"
+    return f"{text}\n\nMeasured on: {where}."
+
+
+def write_summary(readme: Path, performance: Path) -> None:
+    text = readme.read_text(encoding="utf-8")
+    start, end = "<!-- bench:summary -->", "<!-- /bench:summary -->"
+    pattern = re.compile(re.escape(start) + r".*?" + re.escape(end), re.DOTALL)
+    if not pattern.search(text):
+        raise ValueError(f"{readme} has no section {start} ... {end}")
+    body = summary(performance.read_text(encoding="utf-8"))
+    readme.write_text(pattern.sub(lambda _: f"{start}\n{body}\n{end}", text, count=1), encoding="utf-8")
+
+
+def _signed(value: str) -> str:
+    return value if value.startswith(("-", "+")) or value == "-" else f"+{value}"
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--performance", type=Path, default=Path("docs/performance.md"))
+    parser.add_argument("--readme", type=Path, default=Path("README.md"))
+    args = parser.parse_args(argv)
+    write_summary(args.readme, args.performance)
+    print(f"{args.readme}: performance summary from {args.performance}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
