@@ -212,6 +212,35 @@ def test_the_root_rings_every_worker_and_hears_their_answers(socket_base: Path) 
 
 
 @needs_notifications
+def test_more_answers_than_the_roots_queue_holds_all_arrive(tmp_path: Path) -> None:
+    tree, lock_fd = Tree.create(tmp_path)
+    bell = Bell(tree.path)
+    workers = [Doorbell(tree.path, worker_socket_name(worker_token())) for _ in range(24)]
+
+    def answer(worker: Doorbell) -> None:
+        generation = worker.wait()
+        if generation is not None:
+            worker.answer(generation)
+
+    threads = [threading.Thread(target=answer, args=(worker,)) for worker in workers]
+    try:
+        for thread in threads:
+            thread.start()
+        rung = bell.ring(1, tree.worker_sockets())
+        assert len(rung) == 24  # far more than Linux's default queue of 10 datagrams
+        assert bell.wait(1, rung, time.monotonic() + 10) == set()
+    finally:
+        for worker in workers:
+            worker.wake()
+        for thread in threads:
+            thread.join(5)
+        for worker in workers:
+            worker.close()
+        bell.close()
+        os.close(lock_fd)
+
+
+@needs_notifications
 def test_a_waiting_worker_is_woken_at_shutdown(tmp_path: Path) -> None:
     tree, lock_fd = Tree.create(tmp_path)
     worker = Doorbell(tree.path, worker_socket_name(worker_token()))
