@@ -13,6 +13,7 @@ import threading
 import time
 import urllib.request
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -182,12 +183,24 @@ def socket_base(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Path
         shutil.rmtree(base, ignore_errors=True)
 
 
+@contextmanager
+def ringing(base: Path, workers: int) -> Iterator[tuple[Tree, Bell, list[Doorbell]]]:
+    """A tree in `base` with the root's socket and `workers` workers' sockets, closed after."""
+    tree, lock_fd = Tree.create(base)
+    bell = Bell(tree.path)
+    doorbells = [Doorbell(tree.path, worker_socket_name(worker_token())) for _ in range(workers)]
+    try:
+        yield tree, bell, doorbells
+    finally:
+        for doorbell in doorbells:
+            doorbell.close()
+        bell.close()
+        os.close(lock_fd)
+
+
 @needs_notifications
 def test_the_root_rings_every_worker_and_hears_their_answers(socket_base: Path) -> None:
-    tree, lock_fd = Tree.create(socket_base)
-    bell = Bell(tree.path)
-    workers = [Doorbell(tree.path, worker_socket_name(worker_token())) for _ in range(3)]
-    try:
+    with ringing(socket_base, 3) as (tree, bell, workers):
         names = tree.worker_sockets()
         assert sorted(worker.name for worker in workers) == names
         assert (tree.path / names[0]).is_socket()
@@ -204,40 +217,28 @@ def test_the_root_rings_every_worker_and_hears_their_answers(socket_base: Path) 
         workers[2].close()
         assert bell.ring(3, tree.worker_sockets()) == {workers[0].name, workers[1].name}
         assert tree.worker_sockets() == sorted([workers[0].name, workers[1].name])
-    finally:
-        for worker in workers:
-            worker.close()
-        bell.close()
-        os.close(lock_fd)
 
 
 @needs_notifications
 def test_more_answers_than_the_roots_queue_holds_all_arrive(tmp_path: Path) -> None:
-    tree, lock_fd = Tree.create(tmp_path)
-    bell = Bell(tree.path)
-    workers = [Doorbell(tree.path, worker_socket_name(worker_token())) for _ in range(24)]
-
     def answer(worker: Doorbell) -> None:
         generation = worker.wait()
         if generation is not None:
             worker.answer(generation)
 
-    threads = [threading.Thread(target=answer, args=(worker,)) for worker in workers]
-    try:
-        for thread in threads:
-            thread.start()
-        rung = bell.ring(1, tree.worker_sockets())
-        assert len(rung) == 24  # far more than Linux's default queue of 10 datagrams
-        assert bell.wait(1, rung, time.monotonic() + 10) == set()
-    finally:
-        for worker in workers:
-            worker.wake()
-        for thread in threads:
-            thread.join(5)
-        for worker in workers:
-            worker.close()
-        bell.close()
-        os.close(lock_fd)
+    with ringing(tmp_path, 24) as (tree, bell, workers):
+        threads = [threading.Thread(target=answer, args=(worker,)) for worker in workers]
+        try:
+            for thread in threads:
+                thread.start()
+            rung = bell.ring(1, tree.worker_sockets())
+            assert len(rung) == 24  # far more than Linux's default queue of 10 datagrams
+            assert bell.wait(1, rung, time.monotonic() + 10) == set()
+        finally:
+            for worker in workers:
+                worker.wake()
+            for thread in threads:
+                thread.join(5)
 
 
 @needs_notifications

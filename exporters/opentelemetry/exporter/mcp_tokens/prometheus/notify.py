@@ -74,14 +74,17 @@ class Addresses:
             self._fd = None
 
 
-def _bound(addresses: Addresses, name: str) -> socket.socket:
+def _bound(directory: Path, name: str) -> tuple[Addresses, socket.socket]:
+    """This process's addresses in `directory`, and a datagram socket bound to `name` there."""
+    addresses = Addresses(directory)
     sock = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
     try:
         sock.bind(addresses.of(name))
     except OSError:
         sock.close()
+        addresses.close()
         raise
-    return sock
+    return addresses, sock
 
 
 class Bell:
@@ -89,12 +92,7 @@ class Bell:
 
     def __init__(self, directory: Path) -> None:
         self._directory = directory
-        self._addresses = Addresses(directory)
-        try:
-            self._socket = _bound(self._addresses, ROOT_SOCKET)
-        except OSError:
-            self._addresses.close()
-            raise
+        self._addresses, self._socket = _bound(directory, ROOT_SOCKET)
         self._socket.setblocking(False)
         self._poll = select.poll()
         self._poll.register(self._socket, select.POLLIN)
@@ -152,12 +150,7 @@ class Doorbell:
     def __init__(self, directory: Path, name: str) -> None:
         self.name = name
         self._path = directory / name
-        self._addresses = Addresses(directory)
-        try:
-            self._socket = _bound(self._addresses, name)
-        except OSError:
-            self._addresses.close()
-            raise
+        self._addresses, self._socket = _bound(directory, name)
         self._root = self._addresses.of(ROOT_SOCKET)
 
     def wait(self) -> int | None:
