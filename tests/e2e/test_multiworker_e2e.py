@@ -34,6 +34,7 @@ import anyio
 import pytest
 from opentelemetry.exporter.mcp_tokens.dashboards.expressions import dashboard_expressions
 from opentelemetry.exporter.mcp_tokens.dashboards.settings import GeneratorSettings
+from opentelemetry.exporter.mcp_tokens.prometheus.notify import ROOT_SOCKET
 
 from examples.demo_client import connect
 from examples.processes import HOST, REPO_ROOT, Child, child_env, free_port, launcher
@@ -309,7 +310,7 @@ def test_pushed_series_keep_the_workers_apart(workers_stack: WorkersStack) -> No
 
 def worker_sockets(deployment: Deployment) -> list[str]:
     (tree,) = deployment.tree_base.iterdir()
-    assert (tree / "r").is_socket()  # the root's: the workers are notified, they do not poll
+    assert (tree / ROOT_SOCKET).is_socket()  # the root's: the workers are notified, they do not poll
     return [path.name for path in tree.glob("w-*.s") if path.is_socket()]
 
 
