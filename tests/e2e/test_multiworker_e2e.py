@@ -12,7 +12,8 @@ An uninstrumented client makes every call on a connection of its own, so the cal
 both workers (the `worker_pid` answers prove it), and computes from what it received, with
 tiktoken alone, what each payload costs. Prometheus must return exactly those sums on every
 path, the tool-definition tax once (not once per worker), what a killed worker counted after
-it died, and data for every dashboard panel the server's metrics feed.
+it died, and data for every dashboard panel the server's metrics feed. The scraped servers'
+workers wait for scrapes on sockets (not polling), and a killed worker's socket is cleared.
 """
 
 from __future__ import annotations
@@ -33,6 +34,7 @@ import anyio
 import pytest
 from opentelemetry.exporter.mcp_tokens.dashboards.expressions import dashboard_expressions
 from opentelemetry.exporter.mcp_tokens.dashboards.settings import GeneratorSettings
+from opentelemetry.exporter.mcp_tokens.prometheus.notify import ROOT_SOCKET
 
 from examples.demo_client import connect
 from examples.processes import HOST, REPO_ROOT, Child, child_env, free_port, launcher
@@ -306,14 +308,32 @@ def test_pushed_series_keep_the_workers_apart(workers_stack: WorkersStack) -> No
     assert {item["metric"]["instance"] for item in info} >= {item["metric"]["instance"] for item in instances}
 
 
+def worker_sockets(deployment: Deployment) -> list[str]:
+    (tree,) = deployment.tree_base.iterdir()
+    assert (tree / ROOT_SOCKET).is_socket()  # the root's: the workers are notified, they do not poll
+    return [path.name for path in tree.glob("w-*.s") if path.is_socket()]
+
+
+@pytest.mark.parametrize("job", [job for job in JOBS if "remote-write" not in job])
+def test_every_worker_waits_for_scrapes_on_a_socket(workers_stack: WorkersStack, job: str) -> None:
+    deployment = workers_stack.deployments[job]
+    wait_for_sums(workers_stack.prometheus, deployment)
+    names = worker_sockets(deployment)
+    assert {pid for pid in deployment.pids if any(name.startswith(f"w-{pid}-") for name in names)} == (
+        deployment.pids
+    )
+
+
 def test_a_killed_worker_keeps_what_it_counted(workers_stack: WorkersStack) -> None:
     deployment = workers_stack.deployments["uvicorn-workers"]
     prometheus = workers_stack.prometheus
     want = expected_sums(deployment)
     assert wait_for_sums(prometheus, deployment) == want  # every worker has answered a scrape
-    os.kill(int(sorted(deployment.pids)[0]), signal.SIGKILL)
+    killed = sorted(deployment.pids)[0]
+    os.kill(int(killed), signal.SIGKILL)
     time.sleep(3.0)  # scrapes that fold the dead worker's file
     assert wait_for_sums(prometheus, deployment) == want
+    assert not [name for name in worker_sockets(deployment) if name.startswith(f"w-{killed}-")]
     counts = prometheus.vector(
         f'resets(mcp_tokens_payload_count{{{deployment.selector}, mcp_method_name="tools/call"}}[1m]) > 0'
     )

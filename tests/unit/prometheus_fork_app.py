@@ -1,9 +1,11 @@
 """A pre-forking server in miniature, for tests/unit/test_prometheus_exporter.py: the parent
 serves `mcp_tokens_prometheus` and records before it forks two workers; each worker records
 its own values. Worker 0 exits at once (its counts must outlive it); worker 1 sets the listing
-gauge a moment later and stays until stdin closes. Prints the endpoint's port, then waits.
+gauge a moment later and stays until stdin closes. Prints `port <endpoint's port>` and
+`worker <worker 1's pid>` (in either order), then waits.
 
     python -m tests.unit.prometheus_fork_app      # env: OTEL_EXPORTER_PROMETHEUS_HOST/PORT, ..._DIR
+    python -m tests.unit.prometheus_fork_app poll # as where notifications are missing: workers poll
 """
 
 from __future__ import annotations
@@ -12,7 +14,7 @@ import os
 import sys
 import time
 
-from opentelemetry.exporter.mcp_tokens.prometheus import McpTokensPrometheusReader
+from opentelemetry.exporter.mcp_tokens.prometheus import McpTokensPrometheusReader, notify
 from opentelemetry.sdk.metrics import MeterProvider
 
 BEFORE_FORK = 5
@@ -21,6 +23,8 @@ LISTING = (100.0, 101.0)
 
 
 def main() -> None:
+    if sys.argv[1:] == ["poll"]:
+        notify.AVAILABLE = False
     reader = McpTokensPrometheusReader()
     provider = MeterProvider(metric_readers=[reader])
     meter = provider.get_meter("fork-app", "1")
@@ -36,7 +40,7 @@ def main() -> None:
             run_worker(worker, amount, provider, things, sizes, listing)
     address = reader.address
     assert address is not None
-    print(address[1], flush=True)
+    print("port", address[1], flush=True)
     sys.stdin.read()
     provider.shutdown()
 
@@ -51,6 +55,7 @@ def run_worker(worker: int, amount: int, provider: MeterProvider, *instruments: 
         os._exit(0)
     time.sleep(0.3)
     listing.set(LISTING[1], {"gen_ai.tool.name": "search"})  # type: ignore[attr-defined]
+    print("worker", os.getpid(), flush=True)
     sys.stdin.read()
     provider.shutdown()
     os._exit(0)

@@ -1,23 +1,36 @@
-"""`mcp_tokens_prometheus`: the merge rules, the shared directory, the worker files, and one
-endpoint for a forked server (a real fork, in a subprocess)."""
+"""`mcp_tokens_prometheus`: the merge rules, the shared directory, the worker files, the scrape
+notifications (a worker sleeps until a scrape rings it), and one endpoint for a forked server
+(a real fork, in a subprocess)."""
 
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
+import tempfile
+import threading
 import time
 import urllib.request
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
 from opentelemetry.exporter.mcp_tokens import prometheus as exporter
-from opentelemetry.exporter.mcp_tokens.prometheus import McpTokensPrometheusReader
+from opentelemetry.exporter.mcp_tokens.prometheus import McpTokensPrometheusReader, notify
 from opentelemetry.exporter.mcp_tokens.prometheus.merge import Archive, ChangeClock, merge
+from opentelemetry.exporter.mcp_tokens.prometheus.notify import Bell, Doorbell
 from opentelemetry.exporter.mcp_tokens.prometheus.samples import Family, SampleKey, flatten, rebuild
 from opentelemetry.exporter.mcp_tokens.prometheus.store import WorkerStore, read_generation, read_worker_file
-from opentelemetry.exporter.mcp_tokens.prometheus.tree import PREFIX, TREE_LOCK, Tree, remove_stale
+from opentelemetry.exporter.mcp_tokens.prometheus.tree import (
+    PREFIX,
+    TREE_LOCK,
+    Tree,
+    remove_stale,
+    worker_socket_name,
+    worker_token,
+)
 from opentelemetry.exporter.prometheus import PrometheusMetricReader
 from opentelemetry.sdk.metrics import MeterProvider
 from prometheus_client import CollectorRegistry, generate_latest
@@ -107,7 +120,7 @@ def test_a_sample_key_survives_its_file_encoding() -> None:
 def test_a_worker_file_holds_cumulative_values_and_the_generation(tmp_path: Path) -> None:
     tree, lock_fd = Tree.create(tmp_path)
     try:
-        store = WorkerStore(*tree.new_worker_file())
+        store = WorkerStore(*tree.new_worker_file(worker_token()))
         (path,) = tree.worker_files()
         assert read_generation(path) == -1 and read_worker_file(path) == ({}, -1)
         total = key(COUNTER, "mcp_tokens_overhead_total")
@@ -130,7 +143,7 @@ def test_only_directories_of_servers_that_have_gone_are_removed(tmp_path: Path) 
     alive, alive_lock = Tree.create(tmp_path)
     gone, gone_lock = Tree.create(tmp_path)
     busy, busy_lock = Tree.create(tmp_path)
-    _, worker_lock = busy.new_worker_file()
+    _, worker_lock = busy.new_worker_file(worker_token())
     os.close(gone_lock)
     os.close(busy_lock)  # its root has gone, one of its workers still runs
     unrelated = tmp_path / "someone-elses"
@@ -143,6 +156,120 @@ def test_only_directories_of_servers_that_have_gone_are_removed(tmp_path: Path) 
     assert not busy.path.exists() and alive.path.is_dir()
     assert (alive.path / TREE_LOCK).exists() and alive.path.name.startswith(PREFIX)
     os.close(alive_lock)
+
+
+# --- scrape notifications --------------------------------------------------------------------
+needs_notifications = pytest.mark.skipif(not notify.AVAILABLE, reason="no AF_UNIX datagram sockets")
+PROC = Path("/proc/self/task")
+
+
+@pytest.fixture(params=["short", "long"])
+def socket_base(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Path]:
+    """Where trees are created: a directory short enough for socket paths, or one too deep for
+    them (reached through /proc/self/fd)."""
+    if request.param == "long":
+        if not PROC.is_dir():
+            pytest.skip("deep directories need /proc")
+        base = tmp_path / ("d" * 100)
+        base.mkdir()
+        yield base
+        return
+    base = Path(tempfile.mkdtemp(prefix="mt-"))
+    try:
+        if len(os.fsencode(base)) > 40:
+            pytest.skip("the system's temporary directory is too deep for a short socket path")
+        yield base
+    finally:
+        shutil.rmtree(base, ignore_errors=True)
+
+
+@contextmanager
+def ringing(base: Path, workers: int) -> Iterator[tuple[Tree, Bell, list[Doorbell]]]:
+    """A tree in `base` with the root's socket and `workers` workers' sockets, closed after."""
+    tree, lock_fd = Tree.create(base)
+    bell = Bell(tree.path)
+    doorbells = [Doorbell(tree.path, worker_socket_name(worker_token())) for _ in range(workers)]
+    try:
+        yield tree, bell, doorbells
+    finally:
+        for doorbell in doorbells:
+            doorbell.close()
+        bell.close()
+        os.close(lock_fd)
+
+
+@needs_notifications
+def test_the_root_rings_every_worker_and_hears_their_answers(socket_base: Path) -> None:
+    with ringing(socket_base, 3) as (tree, bell, workers):
+        names = tree.worker_sockets()
+        assert sorted(worker.name for worker in workers) == names
+        assert (tree.path / names[0]).is_socket()
+        assert bell.ring(1, names) == bell.ring(2, names) == set(names)
+        for worker in workers:
+            assert worker.wait() == 2  # two scrapes queued up while it was busy: the newest
+        workers[0].answer(2)
+        workers[1].answer(1)  # an answer to an earlier scrape does not count
+        assert bell.wait(2, set(names), time.monotonic() + 0.2) == {workers[1].name, workers[2].name}
+        workers[1].answer(2)
+        workers[2].answer(2)
+        assert bell.wait(2, {workers[1].name, workers[2].name}, time.monotonic() + 5) == set()
+        # A worker that died (its socket closed, its name left behind) is not rung, and its name goes.
+        workers[2].close()
+        assert bell.ring(3, tree.worker_sockets()) == {workers[0].name, workers[1].name}
+        assert tree.worker_sockets() == sorted([workers[0].name, workers[1].name])
+
+
+@needs_notifications
+def test_more_answers_than_the_roots_queue_holds_all_arrive(tmp_path: Path) -> None:
+    def answer(worker: Doorbell) -> None:
+        generation = worker.wait()
+        if generation is not None:
+            worker.answer(generation)
+
+    with ringing(tmp_path, 24) as (tree, bell, workers):
+        threads = [threading.Thread(target=answer, args=(worker,)) for worker in workers]
+        try:
+            for thread in threads:
+                thread.start()
+            rung = bell.ring(1, tree.worker_sockets())
+            assert len(rung) == 24  # far more than Linux's default queue of 10 datagrams
+            assert bell.wait(1, rung, time.monotonic() + 10) == set()
+        finally:
+            for worker in workers:
+                worker.wake()
+            for thread in threads:
+                thread.join(5)
+
+
+@needs_notifications
+def test_a_waiting_worker_is_woken_at_shutdown(tmp_path: Path) -> None:
+    tree, lock_fd = Tree.create(tmp_path)
+    worker = Doorbell(tree.path, worker_socket_name(worker_token()))
+    woken: list[int | None] = []
+    waiting = threading.Thread(target=lambda: woken.append(worker.wait()))
+    waiting.start()
+    try:
+        time.sleep(0.05)
+        assert woken == []
+        worker.wake()
+        waiting.join(5)
+        assert woken == [None]
+    finally:
+        worker.unlink()
+        worker.close()
+        os.close(lock_fd)
+    assert tree.worker_sockets() == []
+
+
+def context_switches(task: Path) -> int:
+    """Voluntary and involuntary context switches of one thread (/proc/<pid>/task/<tid>)."""
+    status = (task / "status").read_text()
+    fields = (line.partition(":") for line in status.splitlines())
+    return sum(int(value) for name, _, value in fields if name.endswith("ctxt_switches"))
+
+
+def process_context_switches(pid: int) -> int:
+    return sum(context_switches(task) for task in Path(f"/proc/{pid}/task").iterdir())
 
 
 # --- the exporter ----------------------------------------------------------------------------
@@ -213,11 +340,76 @@ def test_a_taken_port_is_one_warning_that_names_the_setting(
         first_provider.shutdown()
 
 
+@pytest.fixture(params=["notify", "poll"])
+def mechanism(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+    """How workers learn of a scrape: notified on their sockets, or polling (as on Windows)."""
+    if request.param == "poll":
+        monkeypatch.setattr(notify, "AVAILABLE", False)
+    elif not notify.AVAILABLE:
+        pytest.skip("no AF_UNIX datagram sockets")
+    return str(request.param)
+
+
+Want = dict[tuple[str, tuple[tuple[str, str], ...]], float]
+
+
+def scraped_until(port: int, want: Want, timeout_s: float = 20.0) -> Want:
+    """The wanted samples of the first scrape that has them all (the last one, at the timeout)."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        found = scrape(port)
+        if all(found.get(k) == v for k, v in want.items()) or time.monotonic() > deadline:
+            return {k: found[k] for k in want if k in found}
+        time.sleep(0.2)
+
+
+@pytest.mark.skipif(not PROC.is_dir(), reason="reads /proc")
+def test_a_worker_sleeps_until_a_scrape_and_its_counts_outlive_it(exporter_env: Path, mechanism: str) -> None:
+    root = McpTokensPrometheusReader()
+    root_provider = MeterProvider(metric_readers=[root])
+    # A second reader of the tree is a worker, as in a process the root spawned.
+    worker = McpTokensPrometheusReader()
+    worker_provider = MeterProvider(metric_readers=[worker])
+    try:
+        assert root.address is not None and worker.address is None
+        port = root.address[1]
+        (thread,) = [thread for thread in threading.enumerate() if thread.name == "mcp-tokens-prometheus"]
+        task = PROC / str(thread.native_id)
+        worker_provider.get_meter("worker").create_counter("mcp_tokens.things").add(4)
+        want: Want = {("mcp_tokens_things_total", ()): 4.0}
+        assert scraped_until(port, want) == want
+        before = context_switches(task)
+        time.sleep(1.0)
+        quiet = context_switches(task) - before
+        if mechanism == "notify":
+            assert quiet == 0  # blocked in recv(): not one wake-up in a second without a scrape
+            scrape(port)
+            assert context_switches(task) > before  # and a scrape does wake it
+        else:
+            assert quiet >= 5  # ten polls a second
+        worker_provider.shutdown()
+        assert not thread.is_alive()
+        tree = Path(os.environ[exporter.TREE_ENV])
+        assert [path.suffix for path in tree.glob("w-*")] == [".db"]  # its socket's name has gone
+        assert scraped_until(port, want) == want  # what it counted outlives it
+        assert list(tree.glob("w-*")) == []  # folded into the root's archive
+    finally:
+        root_provider.shutdown()
+
+
+def read_started(app: subprocess.Popen[str]) -> tuple[int, int]:
+    """The fork app's endpoint port and its long-lived worker's pid."""
+    assert app.stdout is not None
+    lines = dict(app.stdout.readline().split() for _ in range(2))
+    return int(lines["port"]), int(lines["worker"])
+
+
 @pytest.mark.skipif(not hasattr(os, "fork"), reason="needs fork")
-def test_a_forked_server_serves_every_workers_series_once(exporter_env: Path) -> None:
+def test_a_forked_server_serves_every_workers_series_once(exporter_env: Path, mechanism: str) -> None:
     env = {**os.environ, "PYTHONPATH": str(REPO)}
+    arguments = ["poll"] if mechanism == "poll" else []
     with subprocess.Popen(
-        [sys.executable, "-m", "tests.unit.prometheus_fork_app"],
+        [sys.executable, "-m", "tests.unit.prometheus_fork_app", *arguments],
         cwd=REPO,
         env=env,
         stdin=subprocess.PIPE,
@@ -225,26 +417,25 @@ def test_a_forked_server_serves_every_workers_series_once(exporter_env: Path) ->
         text=True,
     ) as app:
         try:
-            assert app.stdout is not None
-            port = int(app.stdout.readline())
-            want = {
+            port, worker_pid = read_started(app)
+            want: Want = {
                 ("mcp_tokens_things_total", ()): float(fork_app.BEFORE_FORK + sum(fork_app.WORKER_ADDS)),
                 ("mcp_tokens_size_count", ()): 3.0,
                 ("mcp_tokens_size_sum", ()): 56.0,
                 ("mcp_tokens_size_bucket", (("le", "10"),)): 2.0,
                 ("mcp_tokens_tool_definition", (("gen_ai_tool_name", "search"),)): fork_app.LISTING[1],
             }
-            deadline = time.monotonic() + 20
-            while True:
-                found = scrape(port)
-                if all(found.get(k) == v for k, v in want.items()) or time.monotonic() > deadline:
-                    break
-                time.sleep(0.2)
-            assert {k: found.get(k) for k in want} == want
+            assert scraped_until(port, want) == want
             # Scraped again, the exited worker is folded in once and its file is gone.
             assert {k: scrape(port).get(k) for k in want} == want
             (tree,) = exporter_env.iterdir()
             assert len(list(tree.glob("w-*.db"))) == 1
+            assert (tree / notify.ROOT_SOCKET).is_socket() == (mechanism == "notify")
+            if mechanism == "notify" and PROC.is_dir():
+                assert len(list(tree.glob("w-*.s"))) == 1  # the exited worker removed its name
+                before = process_context_switches(worker_pid)
+                time.sleep(1.0)
+                assert process_context_switches(worker_pid) == before  # the whole worker sleeps
         finally:
             app.communicate("", timeout=20)
     assert app.returncode == 0

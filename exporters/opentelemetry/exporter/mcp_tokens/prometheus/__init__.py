@@ -14,18 +14,25 @@ How: the first instrumented process of a process tree (the one that runs
 the *root*. It binds the port, creates a private directory (`tree.py`) and names it in an
 environment variable that every process it starts inherits: uvicorn's spawned workers, which
 run `opentelemetry-instrument`'s start-up again, and gunicorn's forked workers, which switch
-roles after the fork. A worker never binds the port. When the root is scraped it bumps a
-generation number in the directory; each worker polls it (every 0.1 s, a 8-byte read), and on a
-change writes its cumulative series to its own file (`store.py`, only the values that changed)
-and answers with the generation. The root waits for the answers (at most half a second), reads
-the files, and merges them with its own series (`merge.py`): counters and histograms summed
-over every process, exited ones included; the tool-definition gauge taken from the listing
-seen last, not multiplied by the number of workers. The root removes the directory at exit;
-a later root removes those of servers that crashed.
+roles after the fork. A worker never binds the port. Each worker binds a datagram socket in
+the directory and one thread of it blocks in recv() there (`notify.py`): between scrapes a
+worker costs no CPU and no wake-up, whether or not it ever serves MCP. When the root is scraped
+it sends the scrape's generation number to every worker socket; each worker writes its
+cumulative series to its own file (`store.py`, only the values that changed) and answers. The
+root waits for the answers (at most half a second), reads the files, and merges them with its
+own series (`merge.py`): counters and histograms summed over every process, exited ones
+included; the tool-definition gauge taken from the listing seen last, not multiplied by the
+number of workers. The root removes the directory at exit; a later root removes those of
+servers that crashed.
 
-A process that never records a metric writes no file. A port that is taken is one warning that
-names the setting to change, and this process tree then exports nothing through this exporter;
-the application runs on.
+Where AF_UNIX datagram sockets are missing (Windows), or the directory's path is too long for
+a socket address outside Linux, the workers poll a generation file instead (every 0.1 s, an
+8-byte read) and a scrape waits at least 0.15 s for them.
+
+A process that never records a metric writes no file. A process that exits flushes its series
+at shutdown, so a short-lived one (a stdio server that ends before any scrape) still counts. A
+port that is taken is one warning that names the setting to change, and this process tree then
+exports nothing through this exporter; the application runs on.
 """
 
 from __future__ import annotations
@@ -48,10 +55,12 @@ from opentelemetry.sdk.environment_variables import (
 from prometheus_client import CollectorRegistry, start_http_server
 from prometheus_client.metrics_core import Metric
 
+from . import notify
 from .merge import Archive, ChangeClock, Policy, Stamped, merge, policy
+from .notify import Bell, Doorbell
 from .samples import SampleKey, flatten, rebuild
 from .store import KeyCache, WorkerStore, read_generation, read_worker_file
-from .tree import Tree, held_elsewhere, remove_stale, try_lock
+from .tree import Tree, held_elsewhere, remove_stale, try_lock, worker_socket_name, worker_token
 
 _logger = logging.getLogger(__name__)
 
@@ -61,9 +70,9 @@ TREE_ENV = "_OTEL_EXPORTER_MCP_TOKENS_PROMETHEUS_TREE"
 DIR_ENV = "OTEL_EXPORTER_MCP_TOKENS_PROMETHEUS_DIR"
 DEFAULT_HOST = "localhost"
 DEFAULT_PORT = 9464
-# How often a worker looks for a scrape; how long a scrape waits for the workers' answers.
-POLL_S = 0.1
+# How long a scrape waits for the workers' answers; how often a polling worker looks for a scrape.
 ANSWER_WAIT_S = 0.5
+POLL_S = 0.1
 _STOP_WAIT_S = 2.0
 
 
@@ -167,6 +176,7 @@ class _Root(_Role):
         self._archive = Archive()
         self._keys = KeyCache()
         self._scrape_lock = threading.Lock()
+        self._bell = _open_bell(tree)
         self.server: Any = None
 
     @classmethod
@@ -218,17 +228,13 @@ class _Root(_Role):
         """The running workers' series once each has answered this scrape (or the wait is over);
         the files of exited workers are folded into the archive and removed."""
         generation = tree.start_scrape()
-        started = time.monotonic()
-        while True:
-            waiting = any(
-                read_generation(path) < generation for path in tree.worker_files() if held_elsewhere(path)
-            )
-            elapsed = time.monotonic() - started
-            # At least one poll period: a worker that recorded its first series since the last
-            # scrape creates its file only when it sees this one.
-            if (elapsed >= POLL_S * 1.5 and not waiting) or elapsed >= ANSWER_WAIT_S:
-                break
-            time.sleep(0.01)
+        deadline = time.monotonic() + ANSWER_WAIT_S
+        if self._bell is not None:
+            # A worker that could not bind a socket polls; it is not waited for, and what it
+            # writes on seeing this scrape is read at the next one.
+            self._bell.wait(generation, self._bell.ring(generation, tree.worker_sockets()), deadline)
+        else:
+            _wait_for_polling_workers(tree, generation, deadline)
         running: list[dict[SampleKey, Stamped]] = []
         for path in tree.worker_files():
             if not held_elsewhere(path):
@@ -258,6 +264,10 @@ class _Root(_Role):
             self.server.shutdown()
             self.server.server_close()
             self.server = None
+        with self._scrape_lock:  # a scrape still answering a request may be using the bell
+            if self._bell is not None:
+                self._bell.close()
+                self._bell = None
         if self.tree is not None and os.getpid() == self._owner:
             self.tree.remove()
             if os.environ.get(TREE_ENV) == str(self.tree.path):
@@ -272,6 +282,35 @@ class _Root(_Role):
         if self.server is not None:
             self.server.socket.close()
             self.server = None
+        if self._bell is not None:
+            self._bell.close()
+            self._bell = None
+
+
+def _wait_for_polling_workers(tree: Tree, generation: int, deadline: float) -> None:
+    """Until every worker file shows `generation`, or the deadline."""
+    started = time.monotonic()
+    while True:
+        waiting = any(
+            read_generation(path) < generation for path in tree.worker_files() if held_elsewhere(path)
+        )
+        now = time.monotonic()
+        # At least one poll period: a worker that recorded its first series since the last
+        # scrape creates its file only when it sees this one.
+        if (now - started >= POLL_S * 1.5 and not waiting) or now >= deadline:
+            return
+        time.sleep(0.01)
+
+
+def _open_bell(tree: Tree | None) -> Bell | None:
+    """The root's socket, or None: the workers poll."""
+    if tree is None or not notify.AVAILABLE:
+        return None
+    try:
+        return Bell(tree.path)
+    except OSError:
+        _logger.debug("mcp-tokens: no scrape notifications in %s; workers poll", tree.path, exc_info=True)
+        return None
 
 
 def _create_tree() -> tuple[Tree | None, int | None]:
@@ -308,12 +347,27 @@ class _Worker(_Role):
     def __init__(self, reader: McpTokensPrometheusReader, tree: Tree) -> None:
         self.reader = reader
         self.tree = tree
+        self._token = worker_token()
         self._store: WorkerStore | None = None
         self._flush_lock = threading.Lock()
+        self._closed = False
         self._stopped = threading.Event()
         self._generation = tree.generation()
-        self._thread = threading.Thread(target=self._poll, name="mcp-tokens-prometheus", daemon=True)
+        self._doorbell = _open_doorbell(tree, self._token)
+        if self._doorbell is not None:
+            self._thread = threading.Thread(
+                target=self._listen, args=(self._doorbell,), name="mcp-tokens-prometheus", daemon=True
+            )
+        else:
+            self._thread = threading.Thread(target=self._poll, name="mcp-tokens-prometheus", daemon=True)
         self._thread.start()
+
+    def _listen(self, doorbell: Doorbell) -> None:
+        """Blocked in recv() until the root rings: no wake-up between scrapes."""
+        while (generation := doorbell.wait()) is not None and not self._stopped.is_set():
+            self._generation = generation
+            self.flush()
+            doorbell.answer(generation)
 
     def _poll(self) -> None:
         while not self._stopped.wait(POLL_S):
@@ -326,6 +380,8 @@ class _Worker(_Role):
 
     def flush(self) -> None:
         with self._flush_lock:
+            if self._closed:
+                return
             try:
                 self._write()
             except Exception:
@@ -339,23 +395,45 @@ class _Worker(_Role):
         if self._store is None:
             if self.tree is None or not self.tree.path.is_dir():
                 return
-            self._store = WorkerStore(*self.tree.new_worker_file())
+            self._store = WorkerStore(*self.tree.new_worker_file(self._token))
         self._store.write(stamped, self._generation)
 
     def stop(self) -> None:
         self._stopped.set()
+        if self._doorbell is not None:
+            self._doorbell.wake()
         if self._thread.is_alive() and self._thread is not threading.current_thread():
             self._thread.join(_STOP_WAIT_S)
         self.flush()
         with self._flush_lock:
+            self._closed = True
             if self._store is not None:
                 self._store.close()
                 self._store = None
+        if self._doorbell is not None:
+            self._doorbell.unlink()
+            self._doorbell.close()
+            self._doorbell = None
 
     def leave_in_child(self) -> None:
+        # Close this process's copies only: the parent goes on using its file, lock and socket.
         if self._store is not None:
             self._store.close()
             self._store = None
+        if self._doorbell is not None:
+            self._doorbell.close()
+            self._doorbell = None
+
+
+def _open_doorbell(tree: Tree, token: str) -> Doorbell | None:
+    """This worker's socket, or None: it polls (no notifications here, or the root polls)."""
+    if not notify.AVAILABLE or not (tree.path / notify.ROOT_SOCKET).exists():
+        return None
+    try:
+        return Doorbell(tree.path, worker_socket_name(token))
+    except OSError:
+        _logger.debug("mcp-tokens: no scrape notifications in %s; polling", tree.path, exc_info=True)
+        return None
 
 
 def _register_fork_hooks(reader: McpTokensPrometheusReader) -> None:

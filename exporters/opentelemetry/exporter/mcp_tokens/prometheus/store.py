@@ -6,8 +6,9 @@ appended whole before the header's used-length grows past it, and a value is ove
 place in one 16-byte copy, so a reader sees every sample either as it was or as it is.
 Values are cumulative (the worker's totals since it started, or since it was forked), so a
 reader never needs more than the latest file. One extra entry, `FLUSHED`, holds the scrape
-generation of the latest flush, which is how the root knows a worker has answered; it is the
-file's first entry, at a fixed place, so that waiting for an answer reads a few bytes.
+generation of the latest flush, which is how the root knows that a polling worker has answered
+(notified workers answer on their sockets, notify.py); it is the file's first entry, at a
+fixed place, so that waiting for an answer reads a few bytes.
 """
 
 from __future__ import annotations

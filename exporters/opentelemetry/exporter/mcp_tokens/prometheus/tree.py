@@ -4,8 +4,10 @@ Layout of `<base>/mcp-tokens-prometheus-<random>/` (mode 0700, created by the pr
 serves the endpoint, the *root*, and removed by it at exit):
 
     tree.lock        held (flock, exclusive) by the root, and by every process forked from it
-    scrape           8 bytes: how many scrapes the root has started (workers flush on a change)
-    w-<pid>-<hex>.db one per worker that recorded anything: prometheus_client's mmap_dict
+    scrape           8 bytes: how many scrapes the root has started (read by polling workers)
+    r, w-<token>.s   the root's and each worker's socket, which carry the scrape notifications
+                     and the answers (notify.py)
+    w-<token>.db     one per worker that recorded anything: prometheus_client's mmap_dict
                      format (one writer, readers anywhere), held (flock) while the worker lives
 
 Why locks, not pids: the kernel drops a process's locks when it dies, however it dies, and a
@@ -38,6 +40,7 @@ _NEW_PREFIX = ".new-" + PREFIX
 TREE_LOCK = "tree.lock"
 SCRAPE = "scrape"
 WORKER_GLOB = "w-*.db"
+WORKER_SOCKET_GLOB = "w-*.s"
 _GENERATION = struct.Struct("<Q")
 # Stale directories looked at per start, so a /tmp full of them never slows a start down.
 MAX_STALE_CHECKS = 32
@@ -88,7 +91,7 @@ class Tree:
         return cls(final), lock_fd
 
     def start_scrape(self) -> int:
-        """Tell the workers a scrape started; returns its generation."""
+        """Record that a scrape started (for workers that poll); returns its generation."""
         path = self.path / SCRAPE
         generation = self.generation() + 1
         fd = os.open(path, os.O_WRONLY | os.O_CLOEXEC)
@@ -100,6 +103,9 @@ class Tree:
 
     def worker_files(self) -> list[Path]:
         return sorted(self.path.glob(WORKER_GLOB))
+
+    def worker_sockets(self) -> list[str]:
+        return sorted(path.name for path in self.path.glob(WORKER_SOCKET_GLOB))
 
     def remove(self) -> None:
         shutil.rmtree(self.path, ignore_errors=True)
@@ -118,15 +124,23 @@ class Tree:
         from the root)."""
         return held_elsewhere(self.path / TREE_LOCK)
 
-    def new_worker_file(self) -> tuple[Path, int]:
+    def new_worker_file(self, token: str) -> tuple[Path, int]:
         """A worker's own file, created empty and locked before it appears under its name."""
-        token = f"{os.getpid()}-{secrets.token_hex(4)}"
         staging = self.path / f".new-w-{token}.db"
         lock_fd = os.open(staging, os.O_RDWR | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600)
         fcntl.flock(lock_fd, fcntl.LOCK_EX)
         final = self.path / f"w-{token}.db"
         os.rename(staging, final)
         return final, lock_fd
+
+
+def worker_token() -> str:
+    """What names a worker's socket and file: unique among the processes of a machine."""
+    return f"{os.getpid()}-{secrets.token_hex(4)}"
+
+
+def worker_socket_name(token: str) -> str:
+    return f"w-{token}.s"
 
 
 def remove_stale(base: Path) -> None:
