@@ -18,9 +18,10 @@ __all__ = ["McpTokensReportExporter"]
 
 
 def __getattr__(name: str) -> Any:
-    # Lazy: `mcp-tokens top` imports the model without registering the exporter's exit hook.
+    # Lazy: importing the exporter registers its exit hook, which `mcp-tokens top` (it imports
+    # the model) must not.
     if name == "McpTokensReportExporter":
-        from .exporter import McpTokensReportExporter
+        from .exporter import McpTokensReportExporter  # noqa: PLC0415
 
         return McpTokensReportExporter
     raise AttributeError(name)
