@@ -13,11 +13,12 @@ from pathlib import Path
 import pytest
 from opentelemetry.exporter.mcp_tokens.report.exit_status import ExitGate
 from opentelemetry.exporter.mcp_tokens.report.exporter import CUMULATIVE, McpTokensReportExporter
-from opentelemetry.exporter.mcp_tokens.report.model import OperationRow, Report, build_report
+from opentelemetry.exporter.mcp_tokens.report.model import Report, build_report
 from opentelemetry.exporter.mcp_tokens.report.render_html import render_html
 from opentelemetry.exporter.mcp_tokens.report.render_json import render_json
 from opentelemetry.exporter.mcp_tokens.report.render_markdown import render_markdown
 from opentelemetry.exporter.mcp_tokens.report.render_terminal import render_terminal, render_text
+from opentelemetry.exporter.mcp_tokens.report.rows import OperationRow
 from opentelemetry.exporter.mcp_tokens.report.series import Histogram, Snapshot
 from opentelemetry.exporter.mcp_tokens.report.settings import ReportFile, ReportSettings
 from opentelemetry.exporter.mcp_tokens.report.state import MetricState

@@ -25,8 +25,9 @@ from urllib.parse import urlsplit, urlunsplit
 
 from opentelemetry.exporter.mcp_tokens.report import layout
 from opentelemetry.exporter.mcp_tokens.report.economics import server_costs
-from opentelemetry.exporter.mcp_tokens.report.model import OperationRow, Report, build_report
+from opentelemetry.exporter.mcp_tokens.report.model import Report, build_report
 from opentelemetry.exporter.mcp_tokens.report.prometheus import snapshot_from_text
+from opentelemetry.exporter.mcp_tokens.report.rows import OperationRow
 from opentelemetry.exporter.mcp_tokens.textformat import number, percent, printable
 from rich import box
 from rich.console import Console, Group

@@ -15,7 +15,7 @@ from pathlib import Path
 from opentelemetry.exporter.mcp_tokens.env import integer_setting
 
 from .economics import Price
-from .model import RISK_ORDER
+from .rows import RISK_ORDER
 
 _logger = logging.getLogger(__name__)
 
