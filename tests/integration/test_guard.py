@@ -36,7 +36,7 @@ from opentelemetry.sdk.trace import TracerProvider
 from pydantic import BaseModel
 
 from tests.integration.apps import payloads
-from tests.integration.apps._line import IS_MCP1
+from tests.integration.apps._line import HAS_FASTMCP, IS_MCP1
 from tests.integration.apps.client import Target, connect
 from tests.integration.apps.harness import REPO_ROOT, running_server, server_command, subprocess_env
 from tests.integration.v2_support import count, select, tool_result_tokens
@@ -46,6 +46,8 @@ if IS_MCP1:  # the SDK's own high-level server on each line
     from mcp.server.fastmcp import FastMCP as SdkServer
 else:
     from mcp.server.mcpserver import MCPServer as SdkServer
+if HAS_FASTMCP:
+    import fastmcp
 
 pytestmark = pytest.mark.timeout(180)
 
@@ -211,12 +213,7 @@ def _rows(n: int) -> Rows:
 
 def schema_server(flavour: str) -> Any:
     """A server whose `rows` tool declares an outputSchema (generated from `Rows`)."""
-    if flavour == "fastmcp":
-        from fastmcp import FastMCP  # noqa: PLC0415 -- fastmcp is optional (HAS_FASTMCP)
-
-        server: Any = FastMCP("guard-schema")
-    else:
-        server = SdkServer("guard-schema")
+    server: Any = fastmcp.FastMCP("guard-schema") if flavour == "fastmcp" else SdkServer("guard-schema")
 
     def rows(n: int) -> Rows:
         """Return n rows."""

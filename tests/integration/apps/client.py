@@ -53,8 +53,8 @@ SESSION_TIMEOUT_S = 60.0
 
 
 def default_server(flavour: str) -> Any:
-    """A fresh in-process server of `flavour` (its module loads when first asked for: fastmcp's
-    is imported only where fastmcp is installed)."""
+    """A fresh in-process server of `flavour`. The server modules load on first use, so
+    fastmcp's (fastmcp is optional) only when a test asks for it."""
     return importlib.import_module(harness.server_module(flavour)).build_server()
 
 

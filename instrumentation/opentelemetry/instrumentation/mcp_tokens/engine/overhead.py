@@ -38,6 +38,8 @@ FORMAT_SAMPLE_CHARS = 64 << 10
 FORMAT_SAMPLE_WINDOWS = 4
 
 _TEXT_TYPES = frozenset({BlockType.TEXT, BlockType.RESOURCE})
+# A number, boolean or null shown as text is short; longer texts are not parsed as scalars.
+_SCALAR_CHARS = 64
 # A JSON string literal (kept), or a run of whitespace outside one (dropped).
 _STRING_OR_SPACE = re.compile(r'("(?:[^"\\]|\\.)*")|\s+')
 
@@ -239,7 +241,3 @@ def _same_text(first: str, second: str) -> bool:
         first[start : start + _COMPARE_STEP] == second[start : start + _COMPARE_STEP]
         for start in range(0, len(first), _COMPARE_STEP)
     )
-
-
-# A number, boolean or null shown as text is short; longer texts are not parsed as scalars.
-_SCALAR_CHARS = 64
