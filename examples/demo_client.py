@@ -19,6 +19,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import importlib.metadata
 import json
 import os
 import select
@@ -28,7 +29,22 @@ from collections.abc import AsyncIterator, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
+from mcp import ClientSession
+from opentelemetry.instrumentation.mcp_tokens import McpTokensInstrumentor, budget_scope
+from pydantic import AnyUrl
+
 from . import demo_content as content
+
+MCP_MAJOR = int(importlib.metadata.version("mcp").split(".")[0])
+if MCP_MAJOR >= 2:
+    from mcp import Client
+else:
+    try:  # renamed in 1.2x; older 1.x only has the old name
+        from mcp.client.streamable_http import streamable_http_client as http_client
+    except ImportError:  # pragma: no cover - depends on the installed 1.x
+        from mcp.client.streamable_http import (  # type: ignore[attr-defined,no-redef,unused-ignore]
+            streamablehttp_client as http_client,
+        )
 
 MARKER = "DEMO-CLIENT "
 BUDGET_SCOPE = "demo-conversation"
@@ -69,8 +85,6 @@ class DemoSession:
         if self._v2:
             await self._client.read_resource(uri)
         else:
-            from pydantic import AnyUrl
-
             await self._client.read_resource(AnyUrl(uri))
 
     async def get_prompt(self, name: str, arguments: dict[str, str]) -> None:
@@ -81,22 +95,10 @@ class DemoSession:
 async def connect(url: str, mode: str = "auto") -> AsyncIterator[DemoSession]:
     """A session to `url`. On mcp 2.x `mode` is the SDK's ("auto": the 2026-07-28 protocol when
     the server offers it; "legacy": the initialize handshake and a stateful HTTP session)."""
-    import importlib.metadata
-
-    if int(importlib.metadata.version("mcp").split(".")[0]) >= 2:
-        from mcp import Client
-
+    if MCP_MAJOR >= 2:
         async with Client(url, read_timeout_seconds=READ_TIMEOUT_S, mode=mode) as client:
             yield DemoSession(client, v2=True)
         return
-    from mcp import ClientSession
-
-    try:  # renamed in 1.2x; older 1.x only has the old name
-        from mcp.client.streamable_http import streamable_http_client as http_client
-    except ImportError:  # pragma: no cover - depends on the installed 1.x
-        from mcp.client.streamable_http import (  # type: ignore[attr-defined,no-redef,unused-ignore]
-            streamablehttp_client as http_client,
-        )
     async with http_client(url) as streams, ClientSession(streams[0], streams[1]) as session:
         await session.initialize()
         yield DemoSession(session, v2=False)
@@ -104,12 +106,7 @@ async def connect(url: str, mode: str = "auto") -> AsyncIterator[DemoSession]:
 
 @contextlib.contextmanager
 def conversation(scope_id: str, context_window: int) -> Iterator[None]:
-    """`budget_scope` when mcp-tokens is installed; a no-op otherwise (the demo still runs)."""
-    try:
-        from opentelemetry.instrumentation.mcp_tokens import budget_scope
-    except ImportError:  # pragma: no cover - the demo ships with the package
-        yield
-        return
+    """One conversation: its calls count against one context budget."""
     with budget_scope(scope_id, context_window=context_window):
         yield
 
@@ -136,10 +133,6 @@ async def run_calls(session: DemoSession, calls: Sequence[tuple[str, dict[str, A
 
 def drain_instrumentation(timeout_s: float = DRAIN_TIMEOUT_S) -> bool | None:
     """Wait until mcp-tokens has analysed every exchange of this process (None: not instrumented)."""
-    try:
-        from opentelemetry.instrumentation.mcp_tokens import McpTokensInstrumentor
-    except ImportError:  # pragma: no cover
-        return None
     pipeline = McpTokensInstrumentor().pipeline  # the instrumentor is a singleton
     if pipeline is None:
         return None

@@ -17,9 +17,16 @@ import logging
 from collections.abc import Sequence
 from typing import Any
 
+import uvicorn
 from mcp import types
 
 from . import demo_content as content
+
+MCP_MAJOR = int(importlib.metadata.version("mcp").split(".")[0])
+if MCP_MAJOR >= 2:
+    from mcp.server.mcpserver import MCPServer
+else:
+    from mcp.server.fastmcp import FastMCP  # type: ignore[attr-defined,unused-ignore]
 
 HOST = "127.0.0.1"
 MCP_PATH = "/mcp"
@@ -82,19 +89,11 @@ _FUNCTIONS = (
 )
 
 
-def mcp_major() -> int:
-    return int(importlib.metadata.version("mcp").split(".")[0])
-
-
 def build_server() -> Any:
     """MCPServer on mcp 2.x, the bundled FastMCP on 1.x, with every demo tool registered."""
-    if mcp_major() >= 2:
-        from mcp.server.mcpserver import MCPServer
-
+    if MCP_MAJOR >= 2:
         server: Any = MCPServer(content.SERVER_NAME, version=content.SERVER_VERSION, log_level="WARNING")
     else:
-        from mcp.server.fastmcp import FastMCP  # type: ignore[attr-defined,unused-ignore]
-
         server = FastMCP(content.SERVER_NAME, log_level="WARNING")
     for function in _FUNCTIONS:
         server.tool(description=content.TOOLS_BY_NAME[function.__name__].description)(function)
@@ -113,7 +112,7 @@ def build_app(stateless: bool = False) -> Any:
 def http_app(server: Any, stateless: bool) -> Any:
     """`server`'s streamable-HTTP ASGI app (stateless: any process of a server can answer any
     request, as the workers of a multi-worker server must)."""
-    if mcp_major() >= 2:
+    if MCP_MAJOR >= 2:
         return server.streamable_http_app(stateless_http=stateless)
     server.settings.stateless_http = stateless
     return server.streamable_http_app()
@@ -130,8 +129,6 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
 
 
 def main(argv: Sequence[str] | None = None) -> None:
-    import uvicorn
-
     args = parse_args(argv)
     logging.basicConfig(level=logging.WARNING)
     app = build_app(stateless=args.stateless)

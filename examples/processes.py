@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import selectors
 import shutil
 import signal
 import socket
@@ -205,8 +206,6 @@ def read_marked_line(child: Child, marker: str, timeout_s: float) -> str:
 
     Reads the pipe's raw bytes (a buffered text reader could hold the line while select waits).
     """
-    import selectors
-
     stream = child.process.stdout
     if stream is None:
         raise ValueError(f"{child.name} was not started with stdout_pipe=True")

@@ -14,10 +14,21 @@ import contextlib
 import os
 import sys
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
+from datetime import timedelta
 from pathlib import Path
 from typing import Any, TextIO
 
+from mcp import ClientSession, StdioServerParameters
+from mcp.client.stdio import stdio_client
+
+from tests.integration.apps._line import IS_MCP1
+
 from .instrumented_server import INSTRUMENT_ENV, PAYLOAD_DIR_ENV, BenchTelemetry
+
+if IS_MCP1:
+    from mcp.shared.memory import create_connected_server_and_client_session
+else:
+    from mcp import Client
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 TRANSPORTS = ("stdio", "memory")
@@ -43,9 +54,6 @@ def _server_env(payload_dir: Path, instrumented: bool) -> dict[str, str]:
 
 
 def _stdio_transport(payload_dir: Path, instrumented: bool, errlog: TextIO) -> Any:
-    from mcp import StdioServerParameters
-    from mcp.client.stdio import stdio_client
-
     params = StdioServerParameters(
         command=sys.executable,
         args=["-m", SERVER_MODULE],
@@ -68,9 +76,7 @@ async def connect(
         raise ValueError(f"unknown transport {transport!r}; expected one of {TRANSPORTS}")
     with log_path.open("a", encoding="utf-8") as errlog:
         stdio = _stdio_transport(payload_dir, server_instrumented, errlog) if transport == "stdio" else None
-        try:
-            from mcp import Client
-        except ImportError:  # mcp 1.x
+        if IS_MCP1:
             async with _v1_session(stdio, memory_server) as caller:
                 yield caller
             return
@@ -114,15 +120,9 @@ async def variant_session(
 
 @contextlib.asynccontextmanager
 async def _v1_session(stdio: Any, memory_server: Any) -> AsyncIterator[Caller]:
-    from datetime import timedelta
-
-    from mcp import ClientSession
-
     timeout = timedelta(seconds=READ_TIMEOUT_S)
     async with contextlib.AsyncExitStack() as stack:
         if stdio is None:
-            from mcp.shared.memory import create_connected_server_and_client_session
-
             session = await stack.enter_async_context(
                 create_connected_server_and_client_session(memory_server, read_timeout_seconds=timeout)
             )

@@ -29,6 +29,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+import anyio
 from opentelemetry import trace
 from opentelemetry.instrumentation.mcp_tokens import McpTokensInstrumentor, semconv
 from opentelemetry.sdk.metrics import MeterProvider
@@ -204,12 +205,14 @@ def _is_response_of(attributes: dict[str, Any], tool: str) -> bool:
 
 def build_server(payload_dir: Path, telemetry: BenchTelemetry | None) -> Any:
     """FastMCP (mcp 1.x) or MCPServer (mcp 2.x) with the `payload` and `bench_telemetry` tools."""
+    # The SDK loads here, not with this module: `main()` instruments the process first, as
+    # `opentelemetry-instrument` does before an application imports anything.
     try:
-        from mcp.server.mcpserver import MCPServer as ServerClass
-        from mcp_types import CallToolResult, TextContent
+        from mcp.server.mcpserver import MCPServer as ServerClass  # noqa: PLC0415
+        from mcp_types import CallToolResult, TextContent  # noqa: PLC0415
     except ImportError:  # mcp 1.x
-        from mcp.server.fastmcp import FastMCP as ServerClass  # type: ignore[no-redef]
-        from mcp.types import CallToolResult, TextContent  # type: ignore[no-redef]
+        from mcp.server.fastmcp import FastMCP as ServerClass  # type: ignore[no-redef]  # noqa: PLC0415
+        from mcp.types import CallToolResult, TextContent  # type: ignore[no-redef]  # noqa: PLC0415
 
     texts: dict[int, str] = {}
     serials = itertools.count()
@@ -236,8 +239,6 @@ def build_server(payload_dir: Path, telemetry: BenchTelemetry | None) -> Any:
 
 
 def main() -> None:
-    import anyio
-
     # Both variants trace through the same SDK TracerProvider (as any process launched with
     # opentelemetry-instrument does), so the difference is mcp-tokens alone, not the cost of
     # recording the SDK's own spans.

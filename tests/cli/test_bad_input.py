@@ -14,6 +14,7 @@ import time
 from pathlib import Path
 
 import pytest
+from opentelemetry.exporter.mcp_tokens.cli import profile
 
 from tests.cli import listings
 from tests.cli.conftest import REPO_ROOT, CliRunner, fixture_server
@@ -115,8 +116,6 @@ def test_credentials_in_a_url_stay_out_of_messages(run_cli: CliRunner) -> None:
 def test_a_bug_is_reported_as_one_line_with_its_own_code(
     run_cli: CliRunner, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from opentelemetry.exporter.mcp_tokens.cli import profile
-
     def broken(*args: object) -> None:
         raise RuntimeError("simulated bug")
 

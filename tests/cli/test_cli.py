@@ -8,6 +8,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from opentelemetry.exporter.mcp_tokens.cli.render import _tool_list
+from opentelemetry.exporter.mcp_tokens.cli.rules import SERVER_RULES, TOOL_RULES
+from opentelemetry.exporter.mcp_tokens.dashboards import render_all
+from opentelemetry.instrumentation.mcp_tokens.engine import tokenizer
 from opentelemetry.instrumentation.mcp_tokens.engine.blocks import TOOL_DEFINITION_FIELDS
 
 from tests.cli import listings
@@ -64,9 +68,7 @@ def test_pages_are_joined(run_cli: CliRunner) -> None:
 
 
 def test_other_encoding_and_window(run_cli: CliRunner, o200k: Any) -> None:
-    from opentelemetry.instrumentation.mcp_tokens.engine.tokenizer import load_bundled_encoding
-
-    cl100k = load_bundled_encoding("cl100k_base")
+    cl100k = tokenizer.load_bundled_encoding("cl100k_base")
     args = ("profile", "--format", "json", "--encoding", "cl100k_base", "--context-window", "1000")
     document = json.loads(run_cli(*args, "--", *fixture_server("tiny")).out)
     (tool,) = listings.tiny()
@@ -207,8 +209,6 @@ def test_diff_with_other_settings_is_incompatible(
 
 
 def test_rules_and_exit_codes_are_printed(run_cli: CliRunner) -> None:
-    from opentelemetry.exporter.mcp_tokens.cli.rules import SERVER_RULES, TOOL_RULES
-
     result = run_cli("rules")
     assert result.code == 0
     for rule in (*TOOL_RULES, *SERVER_RULES):
@@ -217,8 +217,6 @@ def test_rules_and_exit_codes_are_printed(run_cli: CliRunner) -> None:
 
 
 def test_dashboards_delegates_to_the_generator(run_cli: CliRunner, tmp_path: Path) -> None:
-    from opentelemetry.exporter.mcp_tokens.dashboards import render_all
-
     out = tmp_path / "dashboards"
     result = run_cli("dashboards", "--out", str(out))
     assert result.code == 0
@@ -236,8 +234,6 @@ def test_dashboards_delegates_to_the_generator(run_cli: CliRunner, tmp_path: Pat
 
 
 def test_a_tokenizer_file_names_the_encoding(run_cli: CliRunner) -> None:
-    from opentelemetry.instrumentation.mcp_tokens.engine import tokenizer
-
     rank_file = str(tokenizer.DATA_DIR / "cl100k_base.tiktoken.gz")
     cl100k = tokenizer.load_bundled_encoding("cl100k_base")
     result = run_cli(
@@ -284,8 +280,6 @@ def test_a_clean_server_gets_no_recommendations(run_cli: CliRunner) -> None:
 
 
 def test_long_tool_lists_in_the_terminal_name_the_first_three() -> None:
-    from opentelemetry.exporter.mcp_tokens.cli.render import _tool_list
-
     assert _tool_list([]) == "(server)"
     assert _tool_list(["a", "b", "c"]) == "a, b, c"
     assert _tool_list(["a", "b", "c", "d", "e"]) == "a, b, c +2 more"

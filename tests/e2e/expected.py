@@ -15,6 +15,9 @@ from dataclasses import dataclass
 from functools import cache
 from typing import Any
 
+from opentelemetry.instrumentation.mcp_tokens.engine.risk import DEFAULT_RISK_THRESHOLDS
+from opentelemetry.instrumentation.mcp_tokens.engine.tokenizer import load_bundled_encoding
+
 from examples import demo_content
 from tests.structure_expected import structure_tokens
 
@@ -37,8 +40,6 @@ EXACT_CALLS: tuple[tuple[str, dict[str, Any]], ...] = (
 
 @cache
 def encoding() -> Any:
-    from opentelemetry.instrumentation.mcp_tokens.engine.tokenizer import load_bundled_encoding
-
     return load_bundled_encoding(ENCODING)
 
 
@@ -153,8 +154,6 @@ def _parses_to(text: str, value: object) -> bool:
 
 def risk_by_tool(calls: tuple[tuple[str, dict[str, Any]], ...] = EXACT_CALLS) -> dict[tuple[str, str], int]:
     """(tool, risk tier) -> responses, with the default thresholds (1000, 4000, 8000)."""
-    from opentelemetry.instrumentation.mcp_tokens.engine.risk import DEFAULT_RISK_THRESHOLDS
-
     found: dict[tuple[str, str], int] = defaultdict(int)
     for tool, arguments in calls:
         found[(tool, DEFAULT_RISK_THRESHOLDS.classify(response_tokens(tool, arguments)).value)] += 1

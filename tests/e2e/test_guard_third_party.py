@@ -14,6 +14,8 @@ from typing import Any
 
 import anyio
 import pytest
+from mcp import ClientSession, StdioServerParameters
+from mcp.client.stdio import stdio_client
 from opentelemetry.exporter.mcp_tokens.dashboards import GeneratorSettings, names
 from opentelemetry.exporter.mcp_tokens.dashboards.expressions import dashboard_expressions
 from prometheus_client.parser import text_string_to_metric_families
@@ -49,9 +51,6 @@ def calls_for(repo: Path) -> list[tuple[str, dict[str, Any]]]:
 async def call_all(
     server: list[str], env: dict[str, str], calls: list[tuple[str, dict[str, Any]]]
 ) -> list[Any]:
-    from mcp import ClientSession, StdioServerParameters
-    from mcp.client.stdio import stdio_client
-
     params = StdioServerParameters(command=server[0], args=server[1:], env=env)
     with anyio.fail_after(120):
         async with stdio_client(params) as (read, write), ClientSession(read, write) as session:
@@ -195,9 +194,6 @@ def test_guardrails_panels_and_alert_on_a_live_prometheus(
 async def _guarded_session(
     server: list[str], env: dict[str, str], calls: list[tuple[str, dict[str, Any]]], prometheus: Any
 ) -> tuple[list[str], list[dict[str, Any]]]:
-    from mcp import ClientSession, StdioServerParameters
-    from mcp.client.stdio import stdio_client
-
     params = StdioServerParameters(command=server[0], args=server[1:], env=env)
     with anyio.fail_after(170):
         async with stdio_client(params) as (read, write), ClientSession(read, write) as session:

@@ -21,6 +21,8 @@ from typing import Any
 
 import anyio
 import pytest
+from mcp import ClientSession, StdioServerParameters
+from mcp.client.stdio import stdio_client
 from prometheus_client.parser import text_string_to_metric_families
 
 from examples.processes import HOST, free_port, prometheus_env
@@ -87,9 +89,6 @@ def calls_for(repo: Path) -> list[tuple[str, dict[str, Any]]]:
 
 
 async def run_client(server: list[str], env: dict[str, str], calls: list[tuple[str, dict[str, Any]]]) -> Any:
-    from mcp import ClientSession, StdioServerParameters
-    from mcp.client.stdio import stdio_client
-
     params = StdioServerParameters(command=server[0], args=server[1:], env=env)
     async with stdio_client(params) as (read, write), ClientSession(read, write) as session:
         await session.initialize()

@@ -32,7 +32,9 @@ def install() -> None:
     out = os.environ.get("MCP_TOKENS_V1_PROBE_OUT")
     if not out:
         return
-    from tests.integration._v1_support import Telemetry, metric_points, span_record
+    # sitecustomize loads this module in every process it starts: the test harness (the MCP SDK,
+    # the instrumentation) loads only in a process that is probed.
+    from tests.integration._v1_support import Telemetry, metric_points, span_record  # noqa: PLC0415
 
     telemetry = Telemetry(cumulative=True)
     lock = threading.Lock()

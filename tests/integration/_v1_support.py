@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import Any
 
 import anyio
+import uvicorn
 from opentelemetry.instrumentation.mcp_tokens import McpTokensInstrumentor
 from opentelemetry.instrumentation.mcp_tokens.engine.tokenizer import load_bundled_encoding
 from opentelemetry.sdk.metrics import Counter, Histogram, MeterProvider, ObservableCounter, UpDownCounter
@@ -239,8 +240,6 @@ async def background_tasks_finished(timeout_s: float = 10.0) -> None:
 @contextlib.contextmanager
 def http_server_thread(flavour: str, transport: str) -> Iterator[str]:
     """H6's ASGI app for `flavour` on `transport`, served by uvicorn in a thread of this process."""
-    import uvicorn
-
     app = importlib.import_module(harness.server_module(flavour)).build_app().http_app(transport)
     port = harness.free_port()
     config = uvicorn.Config(

@@ -29,17 +29,25 @@ import jsonschema
 import mcp  # noqa: F401 -- imported before instrument(), as an MCP application has it: the guard comes with the patches
 import pytest
 from opentelemetry.instrumentation.mcp_tokens import McpTokensInstrumentor, budget_scope
+from opentelemetry.instrumentation.mcp_tokens.guard.tokens import Measure
 from opentelemetry.sdk.metrics import MeterProvider
 from opentelemetry.sdk.metrics.export import InMemoryMetricReader
 from opentelemetry.sdk.trace import TracerProvider
 from pydantic import BaseModel
 
 from tests.integration.apps import payloads
-from tests.integration.apps._line import IS_MCP1
+from tests.integration.apps._line import HAS_FASTMCP, IS_MCP1
 from tests.integration.apps.client import Target, connect
 from tests.integration.apps.harness import REPO_ROOT, running_server, server_command, subprocess_env
 from tests.integration.v2_support import count, select, tool_result_tokens
 from tests.metric_points import points_of
+
+if IS_MCP1:  # the SDK's own high-level server on each line
+    from mcp.server.fastmcp import FastMCP as SdkServer
+else:
+    from mcp.server.mcpserver import MCPServer as SdkServer
+if HAS_FASTMCP:
+    import fastmcp
 
 pytestmark = pytest.mark.timeout(180)
 
@@ -205,18 +213,7 @@ def _rows(n: int) -> Rows:
 
 def schema_server(flavour: str) -> Any:
     """A server whose `rows` tool declares an outputSchema (generated from `Rows`)."""
-    if flavour == "fastmcp":
-        from fastmcp import FastMCP
-
-        server: Any = FastMCP("guard-schema")
-    elif IS_MCP1:
-        from mcp.server.fastmcp import FastMCP as SdkFastMCP
-
-        server = SdkFastMCP("guard-schema")
-    else:
-        from mcp.server.mcpserver import MCPServer
-
-        server = MCPServer("guard-schema")
+    server: Any = fastmcp.FastMCP("guard-schema") if flavour == "fastmcp" else SdkServer("guard-schema")
 
     def rows(n: int) -> Rows:
         """Return n rows."""
@@ -297,8 +294,6 @@ def test_fails_open_when_the_tokenizer_cannot_load(tmp_path: Path) -> None:
 
 
 def test_fails_open_when_counting_raises(monkeypatch: pytest.MonkeyPatch) -> None:
-    from opentelemetry.instrumentation.mcp_tokens.guard.tokens import Measure
-
     def broken(self: Measure, text: str) -> int:
         raise RuntimeError("tokenizer failure")
 

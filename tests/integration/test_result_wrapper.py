@@ -23,6 +23,15 @@ from tests.integration.apps._line import HAS_FASTMCP, IS_MCP2
 from tests.integration.v2_support import compact, count
 from tests.metric_points import points_of
 
+if IS_MCP2:  # the SDK's own framework on each line, and its in-memory client
+    from mcp import Client
+    from mcp.server.mcpserver import MCPServer as SdkServer
+else:
+    from mcp.server.fastmcp import FastMCP as SdkServer  # type: ignore[attr-defined,unused-ignore]
+    from mcp.shared.memory import create_connected_server_and_client_session
+if HAS_FASTMCP:
+    import fastmcp
+
 pytestmark = pytest.mark.timeout(120)
 
 SERVER = "wrapper-check"
@@ -57,22 +66,13 @@ WRAPPED_TOOLS: tuple[Callable[[], Any], ...] = (words, answer, ratio, enabled, p
 
 
 def sdk_server() -> Any:
-    if IS_MCP2:
-        from mcp.server.mcpserver import MCPServer
-
-        server: Any = MCPServer(SERVER)
-    else:
-        from mcp.server.fastmcp import FastMCP  # type: ignore[attr-defined,unused-ignore]
-
-        server = FastMCP(SERVER)
+    server = SdkServer(SERVER)
     for function in WRAPPED_TOOLS:
         server.tool()(function)
     return server
 
 
 def fastmcp_server() -> Any:
-    import fastmcp
-
     server = fastmcp.FastMCP(SERVER)
     for function in WRAPPED_TOOLS:
         server.tool()(function)
@@ -82,21 +82,15 @@ def fastmcp_server() -> Any:
 @contextlib.asynccontextmanager
 async def sdk_calls(server: Any) -> AsyncIterator[Callable[[str], Any]]:
     if IS_MCP2:
-        from mcp import Client
-
         async with Client(server) as client:
             yield lambda name: client.call_tool(name, {})
     else:
-        from mcp.shared.memory import create_connected_server_and_client_session
-
         async with create_connected_server_and_client_session(server._mcp_server) as session:
             yield lambda name: session.call_tool(name, {})
 
 
 @contextlib.asynccontextmanager
 async def fastmcp_calls(server: Any) -> AsyncIterator[Callable[[str], Any]]:
-    import fastmcp
-
     async with fastmcp.Client(server) as client:
         yield lambda name: client.call_tool_mcp(name, {})
 

@@ -24,13 +24,20 @@ if not IS_MCP1:
     pytest.skip(f"mcp 1.x instrumentation tests; this interpreter has {describe()}", allow_module_level=True)
 
 from mcp import ClientSession, types
+from mcp.client import sse
+from mcp.client.streamable_http import StreamableHTTPTransport
 from mcp.server.lowlevel import Server
+from mcp.server.session import ServerSession
+from mcp.server.sse import SseServerTransport
+from mcp.server.streamable_http import StreamableHTTPServerTransport
 from mcp.shared.exceptions import McpError
 from mcp.shared.memory import create_client_server_memory_streams
-from opentelemetry.instrumentation.mcp_tokens import McpTokensInstrumentor
+from mcp.shared.session import BaseSession, RequestResponder
+from opentelemetry.instrumentation.mcp_tokens import McpTokensInstrumentor, patches
 from opentelemetry.instrumentation.mcp_tokens.patches import mcp_v1
 
-from tests.integration._v1_support import SpanRecord, Telemetry, run_session
+from tests.integration._v1_support import SpanRecord, Telemetry, http_server_thread, run_session
+from tests.integration.apps import _client_sdk_v1
 from tests.integration.apps.client import Target
 
 pytestmark = pytest.mark.timeout(60)
@@ -52,15 +59,6 @@ def patched_owners() -> list[Any]:
     for name in ALIAS_MODULES:
         with contextlib.suppress(ImportError):
             importlib.import_module(name)
-    from mcp.client.session import ClientSession
-    from mcp.client.sse import sse_client  # noqa: F401  (module loaded)
-    from mcp.client.stdio import stdio_client  # noqa: F401
-    from mcp.client.streamable_http import StreamableHTTPTransport
-    from mcp.server.session import ServerSession
-    from mcp.server.sse import SseServerTransport
-    from mcp.server.streamable_http import StreamableHTTPServerTransport
-    from mcp.shared.session import BaseSession, RequestResponder
-
     # Transport functions are also wrapped in every module that imported them by name (the
     # SDK's re-exports, fastmcp, this test harness): those modules are owners too.
     homes = {
@@ -174,8 +172,6 @@ def test_uninstrument_restores_every_patched_attribute_by_identity() -> None:
 
 
 def test_a_wrapper_kept_after_uninstrument_passes_straight_through(monkeypatch: pytest.MonkeyPatch) -> None:
-    from mcp.shared.session import BaseSession, RequestResponder
-
     telemetry = Telemetry()
     kept = {name: vars(BaseSession)[name] for name in ("send_request", "_handle_response")}
     kept_respond = vars(RequestResponder)["respond"]
@@ -195,10 +191,6 @@ def test_a_wrapper_kept_after_uninstrument_passes_straight_through(monkeypatch: 
 
 
 def test_a_stale_wrapper_serves_the_next_instrumentation_once(monkeypatch: pytest.MonkeyPatch) -> None:
-    from mcp.client import sse
-
-    from tests.integration.apps import _client_sdk_v1
-
     first = Telemetry()
     stale = vars(sse)["sse_client"]  # what `from mcp.client.sse import sse_client` bound meanwhile
     first.close()
@@ -207,8 +199,6 @@ def test_a_stale_wrapper_serves_the_next_instrumentation_once(monkeypatch: pytes
         # The stale wrapper wraps the original function: it calls the active patcher, so the
         # session gets its network attributes, and nothing is recorded twice.
         monkeypatch.setattr(_client_sdk_v1, "sse_client", stale)
-        from tests.integration._v1_support import http_server_thread
-
         with http_server_thread("lowlevel", "sse") as base_url:
             run_session(Target("lowlevel", "sse", base_url=base_url), "sdk", {"sample"})
         spans = [s for s in second.collect()[0] if s.name == "tools/call echo"]
@@ -224,8 +214,6 @@ def test_a_stale_wrapper_serves_the_next_instrumentation_once(monkeypatch: pytes
 def test_an_unsupported_mcp_is_logged_once_and_left_alone(
     monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:
-    from opentelemetry.instrumentation.mcp_tokens import patches
-
     owners = patched_owners()
     before = snapshot(owners)
     monkeypatch.setattr(patches, "installed_mcp_version", lambda: (1, 22))
@@ -255,8 +243,6 @@ def test_the_patcher_refuses_versions_it_cannot_handle(
 def test_a_patch_that_fails_half_way_is_undone(
     monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:
-    from mcp.server.sse import SseServerTransport
-
     monkeypatch.delattr(SseServerTransport, "connect_sse")  # a 1.x release without it
     owners = patched_owners()
     before = snapshot(owners)

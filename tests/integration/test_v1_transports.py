@@ -15,6 +15,8 @@ from tests.integration.apps._line import HAS_FASTMCP, IS_MCP1, describe
 if not IS_MCP1:
     pytest.skip(f"mcp 1.x instrumentation tests; this interpreter has {describe()}", allow_module_level=True)
 
+import anyio
+
 from tests.integration._v1_support import (
     TRANSPORTS,
     CaseResult,
@@ -53,7 +55,6 @@ def expected() -> Expected:
 @pytest.fixture(scope="module")
 def listings(telemetry: Telemetry) -> dict[str, list[dict[str, Any]]]:
     """Each flavour's tools/list, as the SDK client received it (all transports serve the same)."""
-    import anyio
 
     async def listing(flavour: str) -> list[dict[str, Any]]:
         async with connect(Target(flavour, "memory")) as driver:

@@ -9,9 +9,11 @@ from typing import Any
 
 import anyio
 import pytest
+from opentelemetry.instrumentation.mcp_tokens import budget_scope
 from opentelemetry.trace import SpanKind
 
 from tests.integration.apps._line import IS_MCP2
+from tests.integration.apps.lowlevel_server import build_server
 from tests.integration.v2_support import (
     BUDGETED,
     Call,
@@ -28,6 +30,9 @@ pytestmark = [
     pytest.mark.timeout(60),
 ]
 
+if IS_MCP2:
+    from mcp import Client
+
 WINDOW = 1200
 SCOPE = "conversation-42"
 WARNING, CRITICAL = 0.75, 0.90
@@ -40,11 +45,6 @@ class _Driver:
 
 async def converse(mode: str, scoped: bool) -> list[Call]:
     """tools/list, then `sized` calls until the window overflows; the wire recorded."""
-    from mcp import Client
-    from opentelemetry.instrumentation.mcp_tokens import budget_scope
-
-    from tests.integration.apps.lowlevel_server import build_server
-
     async with Client(build_server(), mode=mode) as client:
         proxy = record(_Driver(client))
         with budget_scope(SCOPE, context_window=WINDOW) if scoped else _no_scope():

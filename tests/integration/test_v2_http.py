@@ -17,6 +17,7 @@ from opentelemetry.trace import SpanKind
 
 from tests.integration.apps import payloads
 from tests.integration.apps._line import HAS_FASTMCP, IS_MCP2
+from tests.integration.apps.client import Target
 from tests.integration.v2_checks import (
     check_client_spans,
     check_durations,
@@ -72,8 +73,6 @@ def _wait_for_points(telemetry: Telemetry, metric: str, number: int) -> list[Any
 def test_http_session_is_exact_on_both_sides(
     flavour: str, mode: str, client: str, servers: HttpServers
 ) -> None:
-    from tests.integration.apps.client import Target
-
     transport, era, app = MODES[mode]
     port = servers.ports[(flavour, app)]
     sampled = mode != "stateless"  # no back-channel on handshake-era stateless HTTP

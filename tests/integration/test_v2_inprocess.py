@@ -14,6 +14,7 @@ from opentelemetry.trace import SpanKind
 
 from tests.integration.apps import payloads
 from tests.integration.apps._line import HAS_FASTMCP, IS_MCP2
+from tests.integration.apps.client import Target
 from tests.integration.v2_checks import (
     check_client_spans,
     check_durations,
@@ -44,8 +45,6 @@ def _cases() -> list[Any]:
 
 @pytest.mark.parametrize(("flavour", "era", "client"), _cases())
 def test_in_memory_session_is_exact_on_both_sides(flavour: str, era: str, client: str) -> None:
-    from tests.integration.apps.client import Target
-
     with instrumented() as telemetry:
         session = anyio.run(lambda: run_session(Target(flavour, "memory"), client=client, era=era))
         spans = telemetry.spans()
@@ -96,8 +95,6 @@ def test_only_responses_that_leave_the_process_wait_for_their_transport(era: str
     2026-07-28) the server hands its result to a client in this process: nothing crosses;
     over the in-memory JSON-RPC streams (handshake era) the server's responses are treated
     as leaving. A response the client received has arrived, whatever the transport."""
-    from tests.integration.apps.client import Target
-
     with instrumented() as telemetry:
         pipeline = telemetry.pipeline
         submitted: list[Any] = []

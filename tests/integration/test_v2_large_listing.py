@@ -19,14 +19,16 @@ pytestmark = [
     pytest.mark.timeout(120),
 ]
 
+if IS_MCP2:
+    import mcp_types as types
+    from mcp import Client
+    from mcp.server import Server
+
 TOOLS = 5_000
 SERVER = "huge-catalogue"
 
 
 def build_server() -> Any:
-    import mcp_types as types
-    from mcp.server import Server
-
     tools = [
         types.Tool(
             name=f"catalogue_{i:04d}",
@@ -54,8 +56,6 @@ class _Driver:
 
 
 async def list_once() -> dict[str, Any]:
-    from mcp import Client
-
     async with Client(build_server()) as client:
         proxy = record(_Driver(client))
         await client.list_tools()

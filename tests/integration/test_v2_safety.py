@@ -12,14 +12,23 @@
 from __future__ import annotations
 
 import logging
+import threading
+import time
 from collections.abc import Awaitable, Callable
 from typing import Any
 
 import anyio
 import pytest
-from opentelemetry.trace import SpanKind, StatusCode
+from opentelemetry.instrumentation.mcp_tokens import McpTokensInstrumentor, worker
+from opentelemetry.instrumentation.mcp_tokens.config import Settings
+from opentelemetry.instrumentation.mcp_tokens.pipeline import Pipeline
+from opentelemetry.sdk.metrics import MeterProvider
+from opentelemetry.trace import NoOpTracer, SpanKind, StatusCode
 
+from tests.integration.apps import payloads
 from tests.integration.apps._line import IS_MCP2
+from tests.integration.apps.client import Target
+from tests.integration.apps.lowlevel_server import build_server
 from tests.integration.v2_support import Telemetry, instrumented, run_session
 
 pytestmark = [
@@ -28,10 +37,30 @@ pytestmark = [
 ]
 
 if IS_MCP2:
+    import mcp.client.client
+    import mcp.client.session
+    import mcp.client.sse
+    import mcp.client.stdio
+    import mcp.client.streamable_http
+    import mcp.server._otel
+    import mcp.server._streamable_http_modern
+    import mcp.server.connection
+    import mcp.server.mcpserver.server
+    import mcp.server.runner
+    import mcp.server.stdio
+    import mcp.shared.direct_dispatcher
+    import mcp.shared.jsonrpc_dispatcher
     import mcp_types as types
     from mcp import Client
     from mcp.server import Server
     from mcp.shared.exceptions import MCPError
+    from mcp.shared.jsonrpc_dispatcher import JSONRPCDispatcher
+    from opentelemetry.instrumentation.mcp_tokens.patches import (
+        v2_client_call,
+        v2_server,
+        v2_server_call,
+    )
+    from opentelemetry.instrumentation.mcp_tokens.patches.mcp_v2 import McpV2Patcher
     from pydantic import ValidationError
 
 Handler = Callable[[Any, Any], Awaitable[Any]]
@@ -130,8 +159,6 @@ def test_handler_exceptions_pass_our_server_wrappers_unchanged() -> None:
 def test_timeouts_and_cancellations_reach_the_caller_unchanged(
     monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:
-    from mcp.shared.jsonrpc_dispatcher import JSONRPCDispatcher
-
     raised_inside: list[BaseException] = []
     original = JSONRPCDispatcher.send_raw_request
 
@@ -190,11 +217,6 @@ def _bookkeeping_failure(*args: Any, **kwargs: Any) -> None:
 def test_our_failures_never_reach_the_caller_and_spans_end_once(
     breaks: str, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:
-    from opentelemetry.instrumentation.mcp_tokens import worker
-    from opentelemetry.instrumentation.mcp_tokens.patches import v2_client_call, v2_server, v2_server_call
-
-    from tests.integration.apps.client import Target
-
     caplog.set_level(logging.WARNING)
     with instrumented() as telemetry:
         targets = {
@@ -218,20 +240,6 @@ def test_our_failures_never_reach_the_caller_and_spans_end_once(
 
 
 def _patch_points() -> list[tuple[Any, str]]:
-    import mcp.client.client
-    import mcp.client.session
-    import mcp.client.sse
-    import mcp.client.stdio
-    import mcp.client.streamable_http
-    import mcp.server._otel
-    import mcp.server._streamable_http_modern
-    import mcp.server.connection
-    import mcp.server.mcpserver.server
-    import mcp.server.runner
-    import mcp.server.stdio
-    import mcp.shared.direct_dispatcher
-    import mcp.shared.jsonrpc_dispatcher
-
     session = mcp.client.session.ClientSession
     return [
         (mcp.shared.jsonrpc_dispatcher.JSONRPCDispatcher, "send_raw_request"),
@@ -273,14 +281,6 @@ def test_uninstrument_restores_every_patched_attribute_by_identity() -> None:
 def test_a_missing_patch_point_leaves_mcp_untouched(
     monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:
-    import mcp.server.runner
-    from opentelemetry.instrumentation.mcp_tokens import McpTokensInstrumentor
-    from opentelemetry.instrumentation.mcp_tokens.config import Settings
-    from opentelemetry.instrumentation.mcp_tokens.patches.mcp_v2 import McpV2Patcher
-    from opentelemetry.instrumentation.mcp_tokens.pipeline import Pipeline
-    from opentelemetry.sdk.metrics import MeterProvider
-    from opentelemetry.trace import NoOpTracer
-
     points = _patch_points()
     monkeypatch.delattr(mcp.server.runner.ServerRunner, "_compose_server_middleware")
     points = [(o, n) for o, n in points if n != "_compose_server_middleware"]
@@ -304,9 +304,6 @@ def test_a_missing_patch_point_leaves_mcp_untouched(
 
 
 def test_unknown_tool_names_fold_into_other() -> None:
-    from tests.integration.apps import payloads
-    from tests.integration.apps.lowlevel_server import build_server
-
     names = [f"made-up-{i}" for i in range(300)]
 
     async def session() -> None:
@@ -348,11 +345,6 @@ def test_unknown_tool_names_fold_into_other() -> None:
 def test_counting_is_off_the_response_path_and_spans_end_when_the_response_completed(
     mode: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import threading
-    import time
-
-    from tests.integration.apps.lowlevel_server import build_server
-
     returned = threading.Event()
     after_the_call: list[bool] = []
 

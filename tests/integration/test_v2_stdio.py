@@ -16,6 +16,7 @@ import pytest
 
 from tests.integration.apps import payloads
 from tests.integration.apps._line import HAS_FASTMCP, IS_MCP2
+from tests.integration.apps.client import Target
 from tests.integration.v2_checks import (
     check_client_spans,
     check_durations,
@@ -57,8 +58,6 @@ def _instrumented_python(directory: Path) -> str:
 
 @pytest.mark.parametrize(("flavour", "era"), _cases())
 def test_stdio_session_is_exact_on_both_sides(flavour: str, era: str, tmp_path: Path) -> None:
-    from tests.integration.apps.client import Target
-
     dump = tmp_path / "server-telemetry.json"
     target = Target(flavour, "stdio", env={DUMP_ENV: str(dump)}, python=_instrumented_python(tmp_path))
     with instrumented() as telemetry:

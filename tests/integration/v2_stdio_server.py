@@ -15,6 +15,7 @@ import sys
 from typing import Any
 
 from opentelemetry import trace
+from opentelemetry.instrumentation.mcp_tokens import McpTokensInstrumentor
 from opentelemetry.sdk.metrics import MeterProvider
 from opentelemetry.sdk.metrics.export import InMemoryMetricReader
 from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
@@ -47,8 +48,6 @@ def main() -> None:
     trace.set_tracer_provider(provider)
     reader = InMemoryMetricReader()
     meter_provider = MeterProvider(metric_readers=[reader])
-
-    from opentelemetry.instrumentation.mcp_tokens import McpTokensInstrumentor
 
     instrumentor = McpTokensInstrumentor()
     instrumentor.instrument(tracer_provider=provider, meter_provider=meter_provider)

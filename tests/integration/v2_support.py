@@ -15,6 +15,7 @@ from __future__ import annotations
 import asyncio
 import base64
 import contextlib
+import importlib
 import json
 import math
 import struct
@@ -42,6 +43,7 @@ from opentelemetry.trace import SpanKind, StatusCode
 
 from tests.integration.apps import harness, payloads
 from tests.integration.apps._serve import HOST
+from tests.integration.apps.client import connect
 from tests.metric_points import points_of
 from tests.structure_expected import structure_tokens
 
@@ -362,8 +364,6 @@ async def run_session(
     target: Any, *, client: str = "sdk", era: str = "legacy", skip: Sequence[str] = ()
 ) -> Session:
     """The standard session (list, every tool, both resources, the prompt), wire recorded."""
-    from tests.integration.apps.client import connect
-
     async with connect(target, client=client, era=era) as driver:
         since_ns = time.time_ns()
         proxy = record(driver)
@@ -437,13 +437,7 @@ class AmbientHttpSpan:
 
 
 def _build_app(flavour: str) -> Any:
-    if flavour == "lowlevel":
-        from tests.integration.apps.lowlevel_server import build_app
-    elif flavour == "sdk_fastmcp":
-        from tests.integration.apps.sdk_fastmcp_server import build_app
-    else:
-        from tests.integration.apps.fastmcp_server import build_app
-    return build_app()
+    return importlib.import_module(harness.server_module(flavour)).build_app()
 
 
 # --- telemetry another process dumped (see v2_stdio_server.py) ------------------------------

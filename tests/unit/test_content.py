@@ -7,6 +7,7 @@ from collections import Counter
 import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
+from opentelemetry.instrumentation.mcp_tokens.engine import content
 from opentelemetry.instrumentation.mcp_tokens.engine.content import SAMPLE_CHARS, ContentType, classify
 
 from tests.unit import estimate_corpus
@@ -78,8 +79,6 @@ MIXED_CHARACTERS = list('azAZ09 \t\n\x0b\x0c\r\x1c\x1f+/=_-{};"é漢\u2003')
 @settings(max_examples=500, deadline=None)
 @given(st.text(alphabet=st.sampled_from(MIXED_CHARACTERS), max_size=200))
 def test_the_ascii_fast_paths_agree_with_the_regular_expressions(text: str) -> None:
-    from opentelemetry.instrumentation.mcp_tokens.engine import content
-
     assert content._letters_or_spaces(text) == len(content._LETTER_OR_SPACE.findall(text))
     compact = "".join(text.split())
     if len(compact) >= 64:

@@ -12,12 +12,13 @@ from pathlib import Path
 
 import pytest
 from opentelemetry.exporter.mcp_tokens.report.exit_status import ExitGate
-from opentelemetry.exporter.mcp_tokens.report.exporter import McpTokensReportExporter
-from opentelemetry.exporter.mcp_tokens.report.model import OperationRow, Report, build_report
+from opentelemetry.exporter.mcp_tokens.report.exporter import CUMULATIVE, McpTokensReportExporter
+from opentelemetry.exporter.mcp_tokens.report.model import Report, build_report
 from opentelemetry.exporter.mcp_tokens.report.render_html import render_html
 from opentelemetry.exporter.mcp_tokens.report.render_json import render_json
 from opentelemetry.exporter.mcp_tokens.report.render_markdown import render_markdown
-from opentelemetry.exporter.mcp_tokens.report.render_terminal import render_text
+from opentelemetry.exporter.mcp_tokens.report.render_terminal import render_terminal, render_text
+from opentelemetry.exporter.mcp_tokens.report.rows import OperationRow
 from opentelemetry.exporter.mcp_tokens.report.series import Histogram, Snapshot
 from opentelemetry.exporter.mcp_tokens.report.settings import ReportFile, ReportSettings
 from opentelemetry.exporter.mcp_tokens.report.state import MetricState
@@ -257,8 +258,6 @@ def test_delta_points_are_added_up() -> None:
 
 
 def _all_delta() -> dict[type, AggregationTemporality]:
-    from opentelemetry.exporter.mcp_tokens.report.exporter import CUMULATIVE
-
     return dict.fromkeys(CUMULATIVE, AggregationTemporality.DELTA)
 
 
@@ -417,8 +416,6 @@ def test_an_unwritable_path_is_logged_and_the_other_files_are_written(
 def test_terminal_report_goes_to_stderr_and_never_to_stdout(
     report: Report, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from opentelemetry.exporter.mcp_tokens.report.render_terminal import render_terminal
-
     render_terminal(report, max_rows=10)
     captured = capsys.readouterr()
     assert captured.out == "" and "mcp-tokens report: svc" in captured.err

@@ -525,8 +525,9 @@ def test_bpe_file_of_unknown_size_needs_a_pattern(tmp_path: Path, caplog: pytest
 @functools.cache
 def tiny_huggingface_tokenizer() -> Any:
     """A real BPE tokenizer.json, trained here, offline, on the test corpus."""
-    from tokenizers import Tokenizer as HfTokenizer
-    from tokenizers import models, pre_tokenizers, trainers
+    # `tokenizers` is an optional extra (huggingface): only the tests that use it need it.
+    from tokenizers import Tokenizer as HfTokenizer  # noqa: PLC0415
+    from tokenizers import models, pre_tokenizers, trainers  # noqa: PLC0415
 
     tokenizer = HfTokenizer(models.BPE())
     tokenizer.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)

@@ -6,10 +6,13 @@ import contextlib
 from collections.abc import AsyncIterator
 from typing import Any
 
+import anyio
 from mcp import ClientSession, StdioServerParameters, types
 from mcp.client.sse import sse_client
 from mcp.client.stdio import stdio_client
 from mcp.shared.exceptions import McpError
+from mcp.shared.memory import create_client_server_memory_streams
+from pydantic import AnyUrl
 
 from . import harness, payloads
 from ._client_common import CallOutcome, Target, first_text, sampling_reply_text, wire
@@ -47,8 +50,6 @@ class SdkDriver:
         return CallOutcome(name, result=wire(result))
 
     async def read_resource(self, uri: str) -> str:
-        from pydantic import AnyUrl
-
         return first_text((await self.session.read_resource(AnyUrl(uri))).contents)
 
     async def get_prompt(self, name: str, arguments: dict[str, str]) -> str:
@@ -78,9 +79,6 @@ async def _streams(target: Target) -> AsyncIterator[tuple[Any, Any]]:
 async def _memory_streams(target: Target) -> AsyncIterator[tuple[Any, Any]]:
     """Client streams wired to `target.server` run in this process (one `initialize`, unlike
     `create_connected_server_and_client_session`, which performs its own)."""
-    import anyio
-    from mcp.shared.memory import create_client_server_memory_streams
-
     lowlevel = getattr(target.server, "_mcp_server", target.server)
     async with (
         create_client_server_memory_streams() as (client_streams, server_streams),

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import anyio
+import uvicorn
 
 TRANSPORTS = ("stdio", "sse", "streamable-http", "stateless-http")
 HOST = "127.0.0.1"
@@ -37,8 +38,6 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
 
 
 async def _serve_http(app: Any, port: int) -> None:
-    import uvicorn
-
     config = uvicorn.Config(app, host=HOST, port=port, log_level="warning", lifespan="on", access_log=False)
     await uvicorn.Server(config).serve()
 

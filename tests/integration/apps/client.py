@@ -12,12 +12,13 @@ Every driver answers sampling/createMessage with `payloads.sampling_answer` of t
 from __future__ import annotations
 
 import contextlib
+import importlib
 from collections.abc import AsyncIterator, Iterable
 from typing import Any
 
 import anyio
 
-from . import payloads
+from . import harness, payloads
 from ._client_common import (
     CLIENT_KINDS,
     CLIENT_TRANSPORTS,
@@ -28,6 +29,11 @@ from ._client_common import (
     Target,
 )
 from ._line import IS_MCP1
+
+if IS_MCP1:
+    from ._client_sdk_v1 import connect as connect_sdk_v1
+else:
+    from ._client_sdk_v2 import connect as connect_sdk_v2
 
 __all__ = [
     "CLIENT_KINDS",
@@ -47,16 +53,9 @@ SESSION_TIMEOUT_S = 60.0
 
 
 def default_server(flavour: str) -> Any:
-    """A fresh in-process server of `flavour`."""
-    if flavour == "lowlevel":
-        from .lowlevel_server import build_server
-    elif flavour == "sdk_fastmcp":
-        from .sdk_fastmcp_server import build_server
-    elif flavour == "fastmcp":
-        from .fastmcp_server import build_server
-    else:
-        raise ValueError(f"unknown server flavour {flavour!r}")
-    return build_server()
+    """A fresh in-process server of `flavour`. The server modules load on first use, so
+    fastmcp's (fastmcp is optional) only when a test asks for it."""
+    return importlib.import_module(harness.server_module(flavour)).build_server()
 
 
 def sampling_unsupported_reason(transport: str, era: str = "legacy") -> str | None:
@@ -84,17 +83,16 @@ async def connect(target: Target, *, client: str = "sdk", era: str = "legacy") -
     if target.transport == "memory" and target.server is None:
         target = Target(target.flavour, "memory", server=default_server(target.flavour))
     if client == "fastmcp":
-        from ._client_fastmcp import connect as connect_kind
-    elif IS_MCP1:
-        from ._client_sdk_v1 import connect as connect_v1
+        from ._client_fastmcp import connect as connect_fastmcp  # noqa: PLC0415 -- fastmcp is optional
 
-        async with connect_v1(target) as driver:
+        async with connect_fastmcp(target, era) as driver:
             yield driver
-        return
+    elif IS_MCP1:
+        async with connect_sdk_v1(target) as driver:
+            yield driver
     else:
-        from ._client_sdk_v2 import connect as connect_kind
-    async with connect_kind(target, era) as driver:
-        yield driver
+        async with connect_sdk_v2(target, era) as driver:
+            yield driver
 
 
 async def run_standard_session(

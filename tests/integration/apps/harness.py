@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import socket
 import subprocess
 import sys
 import tempfile
@@ -12,6 +11,8 @@ import time
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+
+from examples.processes import free_port, port_accepts
 
 from ._serve import HOST
 
@@ -41,21 +42,6 @@ def subprocess_env(extra: Mapping[str, str] | None = None) -> dict[str, str]:
     env.setdefault("PYTHONUNBUFFERED", "1")
     env.update(extra or {})
     return env
-
-
-def free_port() -> int:
-    """A TCP port on 127.0.0.1 that was free a moment ago (bind to port 0, read it back)."""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind((HOST, 0))
-        return int(sock.getsockname()[1])
-
-
-def port_accepts(port: int, timeout_s: float = 0.2) -> bool:
-    try:
-        with socket.create_connection((HOST, port), timeout=timeout_s):
-            return True
-    except OSError:
-        return False
 
 
 def wait_for_port(port: int, timeout_s: float, process: subprocess.Popen[bytes] | None = None) -> None:

@@ -7,28 +7,16 @@ Run: `python -m tests.integration.apps.sdk_fastmcp_server --transport stdio|sse|
 
 from __future__ import annotations
 
-from typing import Any
-
 from . import _serve
 from ._line import IS_MCP1
 
+# `build_server()`: a fresh server for in-process use; `build_app()`: how it runs over each transport.
+if IS_MCP1:
+    from ._sdk_fastmcp_v1 import build_app, build_server
+else:
+    from ._sdk_fastmcp_v2 import build_app, build_server
 
-def build_server() -> Any:
-    """A fresh FastMCP (1.x) or MCPServer (2.x) for in-process use."""
-    if IS_MCP1:
-        from ._sdk_fastmcp_v1 import build_server as build
-    else:
-        from ._sdk_fastmcp_v2 import build_server as build
-    return build()
-
-
-def build_app() -> _serve.ServerApp:
-    if IS_MCP1:
-        from ._sdk_fastmcp_v1 import build_app as build
-    else:
-        from ._sdk_fastmcp_v2 import build_app as build
-    return build()
-
+__all__ = ["build_app", "build_server"]
 
 if __name__ == "__main__":
     _serve.main(build_app)

@@ -16,6 +16,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from . import semconv
 from .engine.images import ImageModel
 from .engine.ledger import BudgetThresholds
 from .engine.risk import RiskThresholds
@@ -58,7 +59,7 @@ class Settings:
     content_max_chars: int = 4096
     analysis: str = ANALYSIS_PROCESS
     guard: str = GUARD_OFF
-    guard_max_result_tokens: int = 25_000
+    guard_max_result_tokens: int = semconv.HOST_RESULT_CAP
     # (tool name, limit) pairs; a limit of 0 lifts the limit for that tool.
     guard_tool_limits: tuple[tuple[str, int], ...] = ()
     guard_budget: str = GUARD_OFF

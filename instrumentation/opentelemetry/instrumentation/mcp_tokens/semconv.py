@@ -123,12 +123,16 @@ GUARD_ACTIONS: Final = "mcp_tokens.guard.actions"
 GUARD_REMOVED: Final = "mcp_tokens.guard.removed"
 GUARD_FAILURES: Final = "mcp_tokens.guard.failures"
 
+# The largest tool result, in tokens, that hosts accept by default (Claude Code's
+# MAX_MCP_OUTPUT_TOKENS; a larger one is refused): the guard's default limit, the CLI's and
+# the dashboards' default cap, and a bound of TOKEN_BUCKETS.
+HOST_RESULT_CAP: Final = 25000
+
 # Semconv MCP duration advice (model/mcp/metrics.yaml), in seconds.
 DURATION_BUCKETS: Final = (0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1, 2, 5, 10, 30, 60, 120, 300)
 # Powers of four like gen_ai.client.token.usage, plus the default risk thresholds (1000,
 # 4000, 8000) so `le` buckets answer "how many responses were above high/critical", and
-# 25000, the result cap hosts apply by default (Claude Code's MAX_MCP_OUTPUT_TOKENS), so a
-# query counts exactly the responses such a host refuses.
+# HOST_RESULT_CAP, so a query counts exactly the responses such a host refuses.
 TOKEN_BUCKETS: Final = (
     1,
     4,
@@ -141,7 +145,7 @@ TOKEN_BUCKETS: Final = (
     4096,
     8000,
     16384,
-    25000,
+    HOST_RESULT_CAP,
     65536,
     262144,
     1048576,

@@ -24,11 +24,13 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
+from opentelemetry.exporter.mcp_tokens.dashboards import __main__ as dashboards_main
 from opentelemetry.exporter.mcp_tokens.textformat import plural, printable
 from opentelemetry.instrumentation.mcp_tokens.engine.risk import RiskTier
 
-from . import options
+from . import connect, diff, lockfile, options, profile
 from .errors import EXIT_CODE_TABLE, CliError, ExitCode
+from .rules import rule_table
 
 PROG = "mcp-tokens"
 
@@ -106,23 +108,27 @@ def build_parser() -> argparse.ArgumentParser:
     parser.set_defaults(handler=lambda args, command: _usage(parser), debug=False)
     commands = parser.add_subparsers(title="commands", metavar="COMMAND")
 
-    profile = commands.add_parser(
+    profile_command = commands.add_parser(
         "profile",
         help="profile a server's tools",
         description="Profile a server: put its command after -- (stdio), or give --url.",
     )
-    options.add_connection(profile, call_timeout=True)
-    options.add_analysis(profile)
-    options.add_output(profile)
-    profile.add_argument("--call", metavar="TOOL", help="also call TOOL and profile its real response")
-    profile.add_argument("--args", metavar="JSON", default="{}", help="arguments of --call, a JSON object")
-    profile.add_argument(
+    options.add_connection(profile_command, call_timeout=True)
+    options.add_analysis(profile_command)
+    options.add_output(profile_command)
+    profile_command.add_argument(
+        "--call", metavar="TOOL", help="also call TOOL and profile its real response"
+    )
+    profile_command.add_argument(
+        "--args", metavar="JSON", default="{}", help="arguments of --call, a JSON object"
+    )
+    profile_command.add_argument(
         "--fail-on",
         choices=[tier.value for tier in RiskTier],
         help="exit 1 when any tool's worst case (or measured call) is at or above this risk tier",
     )
-    options.add_host_cap(profile)
-    profile.set_defaults(handler=_run_profile)
+    options.add_host_cap(profile_command)
+    profile_command.set_defaults(handler=_run_profile)
 
     lock = commands.add_parser(
         "lock",
@@ -136,24 +142,28 @@ def build_parser() -> argparse.ArgumentParser:
     )
     lock.set_defaults(handler=_run_lock)
 
-    diff = commands.add_parser(
+    diff_command = commands.add_parser(
         "diff",
         help="classify the changes between two lock files, or a lock and a server",
         description="Compare OLD with NEW (a lock file) or a live server (its command after --, or --url).",
     )
-    diff.add_argument("old", type=Path, help="the old lock file")
-    diff.add_argument("new", type=Path, nargs="?", help="the new lock file (or use --url / -- command)")
-    options.add_connection(diff, call_timeout=False)
-    diff.add_argument("--tokenizer-file", metavar="PATH", help="tokenizer file, when the lock used one")
-    diff.add_argument(
+    diff_command.add_argument("old", type=Path, help="the old lock file")
+    diff_command.add_argument(
+        "new", type=Path, nargs="?", help="the new lock file (or use --url / -- command)"
+    )
+    options.add_connection(diff_command, call_timeout=False)
+    diff_command.add_argument(
+        "--tokenizer-file", metavar="PATH", help="tokenizer file, when the lock used one"
+    )
+    diff_command.add_argument(
         "--tax-threshold",
         type=options.non_negative(float),
         default=10.0,
         metavar="PERCENT",
         help="definition-tax growth above this is RISKY (default: %(default)s%%)",
     )
-    options.add_output(diff)
-    diff.set_defaults(handler=_run_diff)
+    options.add_output(diff_command)
+    diff_command.set_defaults(handler=_run_diff)
 
     top = commands.add_parser(
         "top",
@@ -168,8 +178,6 @@ def build_parser() -> argparse.ArgumentParser:
     dashboards = commands.add_parser(
         "dashboards", help="generate the Grafana dashboards and Prometheus rules"
     )
-    from opentelemetry.exporter.mcp_tokens.dashboards import __main__ as dashboards_main
-
     dashboards_main.add_arguments(dashboards)
     dashboards.set_defaults(handler=_run_dashboards)
 
@@ -190,7 +198,7 @@ def _usage(parser: argparse.ArgumentParser) -> int:
 
 
 def _run_profile(args: argparse.Namespace, command: tuple[str, ...]) -> int:
-    from . import profile, render
+    from . import render  # noqa: PLC0415 -- rich loads for the subcommands that draw, not for --help
 
     target = options.required_target(args, command)
     call = options.tool_call(args)
@@ -221,8 +229,6 @@ def _risk_gate(result: Any, fail_on: str | None) -> int:
 
 
 def _run_lock(args: argparse.Namespace, command: tuple[str, ...]) -> int:
-    from . import lockfile, profile
-
     target = options.required_target(args, command)
     settings = options.settings(args)
     loader = profile.start_tokenizer(settings.encoding, args.tokenizer_file)
@@ -238,7 +244,7 @@ def _run_lock(args: argparse.Namespace, command: tuple[str, ...]) -> int:
 
 
 def _run_diff(args: argparse.Namespace, command: tuple[str, ...]) -> int:
-    from . import diff, lockfile, render
+    from . import render  # noqa: PLC0415 -- rich loads for the subcommands that draw, not for --help
 
     old = lockfile.read(args.old)
     live = options.optional_target(args, command)
@@ -254,8 +260,6 @@ def _run_diff(args: argparse.Namespace, command: tuple[str, ...]) -> int:
 
 def _lock_live_server(args: argparse.Namespace, target: Any, old: Any) -> Any:
     """Profile the live server with the old lock's settings, so the two are comparable."""
-    from . import lockfile, profile
-
     encoding = old.settings.encoding
     if args.tokenizer_file is None and encoding not in options.BUNDLED_ENCODINGS:
         raise CliError(
@@ -268,14 +272,15 @@ def _lock_live_server(args: argparse.Namespace, target: Any, old: Any) -> Any:
 
 
 def _fetch(args: argparse.Namespace, target: Any, call: Any) -> Any:
-    from . import connect, render
+    from . import render  # noqa: PLC0415 -- rich loads for the subcommands that draw, not for --help
 
     with render.Spinner(enabled=not args.quiet) as spinner:
         return connect.fetch(target, options.limits(args), spinner, call)
 
 
 def _run_top(args: argparse.Namespace, command: tuple[str, ...]) -> int:
-    from .top import run_top
+    # rich and the report model load for `top` only, not for --help.
+    from .top import run_top  # noqa: PLC0415
 
     if command:
         raise CliError(ExitCode.USAGE, "top takes a URL, not a command after --")
@@ -283,8 +288,6 @@ def _run_top(args: argparse.Namespace, command: tuple[str, ...]) -> int:
 
 
 def _run_dashboards(args: argparse.Namespace, command: tuple[str, ...]) -> int:
-    from opentelemetry.exporter.mcp_tokens.dashboards import __main__ as dashboards_main
-
     try:
         return dashboards_main.run(args)
     except ValueError as error:
@@ -292,8 +295,6 @@ def _run_dashboards(args: argparse.Namespace, command: tuple[str, ...]) -> int:
 
 
 def _run_rules(args: argparse.Namespace, command: tuple[str, ...]) -> int:
-    from .rules import rule_table
-
     print("| Rule | Severity | Message |\n|---|---|---|")
     for rule, severity, message in rule_table():
         print(f"| `{rule}` | {severity} | {message.replace('|', '/')} |")

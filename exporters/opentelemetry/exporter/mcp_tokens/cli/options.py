@@ -7,6 +7,7 @@ import json
 import math
 import os
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from opentelemetry.exporter.mcp_tokens.report.economics import Price
@@ -28,6 +29,23 @@ from .static import Assumptions
 
 BUNDLED_ENCODINGS = tuple(sorted(BUNDLED))
 N = TypeVar("N", int, float)
+
+TOP_DEFAULT_MAX_BYTES = 32 * 1024 * 1024
+TOP_DEFAULT_ROWS = 20
+TOP_MAX_ROWS = 500
+
+
+@dataclass(frozen=True)
+class TopOptions:
+    """What `mcp-tokens top` scrapes, how often, and how much of it it shows."""
+
+    url: str
+    interval_s: float = 2.0
+    once: bool = False
+    rows: int = TOP_DEFAULT_ROWS
+    timeout_s: float = 5.0
+    max_bytes: int = TOP_DEFAULT_MAX_BYTES
+    price: Price | None = None
 
 
 def positive(kind: Callable[[str], N]) -> Callable[[str], N]:
@@ -236,8 +254,6 @@ def parse_json_object(text: str, flag: str) -> dict[str, Any]:
 
 
 def add_top(parser: argparse.ArgumentParser) -> None:
-    from .top import DEFAULT_MAX_BYTES, DEFAULT_ROWS, MAX_ROWS
-
     parser.add_argument("url", help="the /metrics endpoint, e.g. http://127.0.0.1:9464/metrics")
     parser.add_argument(
         "--interval",
@@ -249,10 +265,10 @@ def add_top(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--once", action="store_true", help="print one snapshot (totals, no rates) and exit")
     parser.add_argument(
         "--rows",
-        type=_in_range(1, MAX_ROWS),
-        default=DEFAULT_ROWS,
+        type=_in_range(1, TOP_MAX_ROWS),
+        default=TOP_DEFAULT_ROWS,
         metavar="N",
-        help=f"rows shown, busiest first (default: %(default)s, at most {MAX_ROWS})",
+        help=f"rows shown, busiest first (default: %(default)s, at most {TOP_MAX_ROWS})",
     )
     parser.add_argument(
         "--timeout",
@@ -264,7 +280,7 @@ def add_top(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--max-bytes",
         type=positive(int),
-        default=DEFAULT_MAX_BYTES,
+        default=TOP_DEFAULT_MAX_BYTES,
         metavar="N",
         help="largest /metrics answer read (default: %(default)s)",
     )
@@ -288,9 +304,7 @@ def _in_range(low: int, high: int) -> Callable[[str], int]:
     return _bounded(int, lambda value: low <= value <= high, f"an integer in {low}..{high}")
 
 
-def top_options(args: argparse.Namespace) -> Any:
-    from .top import TopOptions
-
+def top_options(args: argparse.Namespace) -> TopOptions:
     currency = args.currency if args.currency is not None else os.environ.get(CURRENCY, "")
     price: Price | None
     if args.price_per_mtok is not None:

@@ -1,8 +1,7 @@
 """Output: a rich terminal table (default), `--format markdown` or `--format json`; progress on stderr.
 
 The terminal view degrades by itself: no colour when stdout is not a terminal (or with
-NO_COLOR), the width of the terminal or of `COLUMNS`. Without `rich` installed the
-Markdown view is printed instead (it reads well as plain text), with a note on stderr.
+NO_COLOR), the width of the terminal or of `COLUMNS`.
 """
 
 from __future__ import annotations
@@ -16,6 +15,12 @@ from typing import IO, Any
 
 from opentelemetry.exporter.mcp_tokens.textformat import printable, window_share
 from opentelemetry.instrumentation.mcp_tokens.engine.risk import RiskTier
+from rich import box
+from rich.console import Console
+from rich.live import Live
+from rich.spinner import Spinner as RichSpinner
+from rich.table import Table
+from rich.text import Text
 
 from . import render_json, render_markdown, texts
 from .diff import ChangeClass, DiffResult
@@ -50,11 +55,10 @@ def render_profile(profile: ServerProfile, output: OutputFormat, stream: IO[str]
     if output is OutputFormat.JSON:
         stream.write(render_json.dumps(render_json.profile_document(profile)))
         return
-    console = _console(stream) if output is OutputFormat.TABLE else None
-    if console is None:
+    if output is OutputFormat.MARKDOWN:
         stream.write(render_markdown.profile_markdown(profile))
         return
-    with _plain_when_piped(console, stream) as target:
+    with plain_when_piped(terminal_console(stream), stream) as target:
         _profile_table(profile, target)
 
 
@@ -62,46 +66,32 @@ def render_diff(result: DiffResult, output: OutputFormat, stream: IO[str]) -> No
     if output is OutputFormat.JSON:
         stream.write(render_json.dumps(render_json.diff_document(result)))
         return
-    console = _console(stream) if output is OutputFormat.TABLE else None
-    if console is None:
+    if output is OutputFormat.MARKDOWN:
         stream.write(render_markdown.diff_markdown(result))
         return
-    with _plain_when_piped(console, stream) as target:
+    with plain_when_piped(terminal_console(stream), stream) as target:
         _diff_table(result, target)
 
 
-def _console(stream: IO[str]) -> Any:
-    try:
-        from rich.console import Console
-    except ImportError:
-        print(
-            "mcp-tokens: the terminal table needs `rich` (pip install rich); printing Markdown",
-            file=sys.stderr,
-        )
-        return None
+def terminal_console(stream: IO[str]) -> Console:
+    """A console on `stream` that prints peer-supplied text as it is (no highlighting, no emoji)."""
     return Console(file=stream, highlight=False, emoji=False)
 
 
 @contextlib.contextmanager
-def _plain_when_piped(console: Any, stream: IO[str]) -> Iterator[Any]:
+def plain_when_piped(console: Console, stream: IO[str]) -> Iterator[Console]:
     """Print to a terminal as is; into a pipe or file, record and drop the padding rich leaves
     at line ends, so saved output (and the committed snapshots) has no trailing spaces."""
     if console.is_terminal:
         yield console
         return
-    from rich.console import Console
-
     buffer = io.StringIO()
     recorder = Console(file=buffer, width=console.width, highlight=False, emoji=False, color_system=None)
     yield recorder
     stream.write("".join(line.rstrip() + "\n" for line in buffer.getvalue().splitlines()))
 
 
-def _profile_table(profile: ServerProfile, console: Any) -> None:
-    from rich import box
-    from rich.table import Table
-    from rich.text import Text
-
+def _profile_table(profile: ServerProfile, console: Console) -> None:
     console.print(_text(f"mcp-tokens profile: {texts.server_title(profile)}", "bold"))
     console.print(_text(texts.connection(profile), "dim"))
     table = Table(box=box.SIMPLE_HEAD, show_edge=False, header_style="bold", pad_edge=False)
@@ -131,9 +121,7 @@ def _profile_table(profile: ServerProfile, console: Any) -> None:
     _recommendations(profile, console)
 
 
-def _advice_counts(recommendations: tuple[Any, ...]) -> Any:
-    from rich.text import Text
-
+def _advice_counts(recommendations: tuple[Any, ...]) -> Text:
     text = Text()
     for severity in (Severity.ERROR, Severity.WARNING, Severity.INFO):
         count = sum(1 for r in recommendations if r.severity is severity)
@@ -144,9 +132,7 @@ def _advice_counts(recommendations: tuple[Any, ...]) -> Any:
     return text
 
 
-def _output_fields(profile: ServerProfile, console: Any) -> None:
-    from rich.text import Text
-
+def _output_fields(profile: ServerProfile, console: Console) -> None:
     rows = [tool for tool in profile.tools if tool.output.bound is not Bound.UNKNOWN and tool.output.fields]
     if not rows:
         return
@@ -156,8 +142,7 @@ def _output_fields(profile: ServerProfile, console: Any) -> None:
         console.print(Text.assemble(_text("  " + tool.name, "bold"), ": ", _text(texts.output_fields(tool))))
 
 
-def _calls(profile: ServerProfile, console: Any) -> None:
-
+def _calls(profile: ServerProfile, console: Console) -> None:
     for tool in profile.tools:
         if tool.call is None:
             continue
@@ -167,10 +152,7 @@ def _calls(profile: ServerProfile, console: Any) -> None:
             console.print(_text("  " + line))
 
 
-def _recommendations(profile: ServerProfile, console: Any) -> None:
-    from rich.table import Table
-    from rich.text import Text
-
+def _recommendations(profile: ServerProfile, console: Console) -> None:
     recommendations = profile.grouped_recommendations()
     console.print()
     if not recommendations:
@@ -198,11 +180,7 @@ def _tool_list(tools: list[str], shown: int = 3) -> str:
     return ", ".join(tools[:shown]) + more
 
 
-def _diff_table(result: DiffResult, console: Any) -> None:
-    from rich import box
-    from rich.table import Table
-    from rich.text import Text
-
+def _diff_table(result: DiffResult, console: Console) -> None:
     worst = result.worst
     console.print(
         Text.assemble(
@@ -232,10 +210,8 @@ def _diff_table(result: DiffResult, console: Any) -> None:
     console.print(table)
 
 
-def _text(text: str, style: str = "") -> Any:
+def _text(text: str, style: str = "") -> Text:
     """A rich Text of untrusted text: no markup parsing, control characters shown, not sent."""
-    from rich.text import Text
-
     return Text(printable(text), style=style)
 
 
@@ -249,12 +225,6 @@ class Spinner:
         self._live: Any = None
         self._spinner: Any = None
         if enabled and sys.stderr.isatty():
-            try:
-                from rich.console import Console
-                from rich.live import Live
-                from rich.spinner import Spinner as RichSpinner
-            except ImportError:
-                return
             self._spinner = RichSpinner("dots", text="Starting…", style="green")
             self._live = Live(
                 self._spinner, console=Console(stderr=True), refresh_per_second=12.5, transient=True

@@ -14,6 +14,8 @@ from dataclasses import dataclass
 from enum import Enum
 from typing import Generic, TypeVar
 
+from opentelemetry.instrumentation.mcp_tokens import semconv
+
 LONG_DESCRIPTION_TOKENS = 300
 HUGE_ENUM_VALUES = 32
 DEEP_SCHEMA_LEVELS = 5
@@ -24,7 +26,7 @@ FORMATTING_SHARE = 0.10
 DUPLICATE_NOTICE_TOKENS = 200  # below this, the text copy of structuredContent is not worth a note
 TAX_WARNING_SHARE = 0.05
 TAX_ERROR_SHARE = 0.10  # the same share as the dashboards' definition-tax alert
-DEFAULT_HOST_CAP = 25_000  # Claude Code's default MAX_MCP_OUTPUT_TOKENS: larger results are refused
+DEFAULT_HOST_CAP = semconv.HOST_RESULT_CAP  # a larger result is refused by such hosts
 
 
 class Severity(str, Enum):

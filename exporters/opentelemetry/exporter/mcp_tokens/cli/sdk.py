@@ -61,7 +61,7 @@ def _types() -> Any:
 @cache
 def _raw_result_type() -> Any:
     """A pydantic model that keeps a JSON-RPC result as the dict the server sent."""
-    from pydantic import RootModel
+    from pydantic import RootModel  # noqa: PLC0415 -- pydantic comes with the optional MCP SDK
 
     class RawResult(RootModel[dict[str, Any]]):
         pass

@@ -24,28 +24,21 @@ from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
 from opentelemetry.exporter.mcp_tokens.report import layout
-from opentelemetry.exporter.mcp_tokens.report.economics import Price, server_costs
-from opentelemetry.exporter.mcp_tokens.report.model import OperationRow, Report, build_report
+from opentelemetry.exporter.mcp_tokens.report.economics import server_costs
+from opentelemetry.exporter.mcp_tokens.report.model import Report, build_report
 from opentelemetry.exporter.mcp_tokens.report.prometheus import snapshot_from_text
+from opentelemetry.exporter.mcp_tokens.report.rows import OperationRow
 from opentelemetry.exporter.mcp_tokens.textformat import number, percent, printable
+from rich import box
+from rich.console import Console, Group
+from rich.live import Live
+from rich.table import Table
+from rich.text import Text
 
 from .connect import Target
 from .errors import CliError, ExitCode
-
-DEFAULT_MAX_BYTES = 32 * 1024 * 1024
-DEFAULT_ROWS = 20
-MAX_ROWS = 500
-
-
-@dataclass(frozen=True)
-class TopOptions:
-    url: str
-    interval_s: float = 2.0
-    once: bool = False
-    rows: int = DEFAULT_ROWS
-    timeout_s: float = 5.0
-    max_bytes: int = DEFAULT_MAX_BYTES
-    price: Price | None = None
+from .options import TopOptions
+from .render import plain_when_piped, terminal_console
 
 
 @dataclass
@@ -69,9 +62,6 @@ def run_top(options: TopOptions) -> int:
 
 
 def _live(frame: Frame, options: TopOptions, describe: str) -> int:
-    from rich.console import Console
-    from rich.live import Live
-
     console = Console(highlight=False, emoji=False)
     try:
         with Live(view(frame, options, describe), console=console, auto_refresh=False) as live:
@@ -208,12 +198,7 @@ def ordered_rows(frame: Frame) -> list[OperationRow]:
     return sorted((row for row in frame.report.rows if row.calls), key=busy)
 
 
-def view(frame: Frame, options: TopOptions, describe: str) -> Any:
-    from rich import box
-    from rich.console import Group
-    from rich.table import Table
-    from rich.text import Text
-
+def view(frame: Frame, options: TopOptions, describe: str) -> Group:
     parts: list[Any] = [Text(printable(_title(frame, options, describe)), style="bold")]
     if frame.error:
         parts.append(Text(printable(f"last scrape failed: {frame.error} (showing the one before)"), "red"))
@@ -305,10 +290,5 @@ def economy_lines(report: Report, limit: int) -> list[str]:
 
 
 def _print_once(frame: Frame, options: TopOptions, describe: str) -> None:
-    from .render import _console, _plain_when_piped
-
-    console = _console(sys.stdout)
-    if console is None:  # no rich: nothing sensible to draw
-        raise CliError(ExitCode.USAGE, "mcp-tokens top needs `rich` (pip install rich)")
-    with _plain_when_piped(console, sys.stdout) as target:
+    with plain_when_piped(terminal_console(sys.stdout), sys.stdout) as target:
         target.print(view(frame, options, describe))

@@ -13,6 +13,7 @@ import math
 import re
 from dataclasses import dataclass, field
 
+from opentelemetry.instrumentation.mcp_tokens import semconv
 from opentelemetry.instrumentation.mcp_tokens.engine.ledger import (
     DEFAULT_BUDGET_THRESHOLDS,
     DEFAULT_CONTEXT_WINDOW,
@@ -26,7 +27,7 @@ DEFAULT_OVERHEAD_SHARE = 0.25
 """A tool whose responses are more than this share overhead (whitespace, duplicates) alerts."""
 DEFAULT_GUARD_CUT_SHARE = 0.1
 """A tool whose results the guard cuts or refuses in more than this share of its calls alerts."""
-DEFAULT_HOST_CAP = 25_000
+DEFAULT_HOST_CAP = semconv.HOST_RESULT_CAP
 """Tokens above which a host refuses a tool result (Claude Code's default MAX_MCP_OUTPUT_TOKENS)."""
 DEFAULT_RUNBOOK_URL = "dashboards/runbook.md"
 """Where alerts point; pass the URL of a hosted copy (e.g. on your Git forge) to link it."""

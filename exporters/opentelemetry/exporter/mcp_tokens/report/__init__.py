@@ -4,7 +4,8 @@
 
 Modules: `exporter` (the `MetricExporter`, registered as the `mcp_tokens_report` entry point),
 `state` (the latest cumulative series), `series` (series and histograms, from OpenTelemetry or
-Prometheus), `model` (the per-operation report and its verdict), `layout` and `render_*`
+Prometheus), `rows` (per operation, budget, definition and side), `model` (the report built
+from a snapshot, and its verdict), `economics` (unused tools, cost), `layout` and `render_*`
 (terminal, text, Markdown, HTML, JSON), `output` (writing), `settings`
 (`OTEL_EXPORTER_MCP_TOKENS_REPORT_*`), `exit_status` (the fail-on exit code),
 `prometheus` (series from a `/metrics` page, for `mcp-tokens top`). See docs/report.md.
@@ -18,9 +19,10 @@ __all__ = ["McpTokensReportExporter"]
 
 
 def __getattr__(name: str) -> Any:
-    # Lazy: `mcp-tokens top` imports the model without registering the exporter's exit hook.
+    # Lazy: importing the exporter registers its exit hook, which `mcp-tokens top` (it imports
+    # the model) must not.
     if name == "McpTokensReportExporter":
-        from .exporter import McpTokensReportExporter
+        from .exporter import McpTokensReportExporter  # noqa: PLC0415
 
         return McpTokensReportExporter
     raise AttributeError(name)

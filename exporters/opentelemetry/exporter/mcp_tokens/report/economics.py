@@ -20,12 +20,10 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 from opentelemetry.exporter.mcp_tokens.textformat import money
 
-if TYPE_CHECKING:  # the model builds these; importing it here at run time would be a cycle
-    from .model import DefinitionRow, OperationRow
+from .rows import DefinitionRow, OperationRow
 
 TOOLS_CALL = "tools/call"
 MILLION = 1_000_000

@@ -12,7 +12,8 @@ from dataclasses import dataclass
 from opentelemetry.exporter.mcp_tokens.textformat import approx, number, percent, seconds
 
 from .economics import server_costs, tool_calls
-from .model import RISK_ORDER, OperationRow, Report
+from .model import Report
+from .rows import RISK_ORDER, OperationRow
 
 ESTIMATE_NOTE = (
     "Calls and token sums are exact. p50≈ and p95≈ are estimates from the histogram buckets; "

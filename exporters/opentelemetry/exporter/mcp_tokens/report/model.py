@@ -18,117 +18,17 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from opentelemetry.instrumentation.mcp_tokens import semconv
-from opentelemetry.instrumentation.mcp_tokens.engine.risk import RiskTier
 
 from .economics import Price, UnusedTools, unused_tools
+from .rows import RISK_ORDER, BudgetRow, CostRow, DefinitionRow, OperationRow, SideTotals
 from .series import Histogram, Snapshot
 
-RISK_ORDER: tuple[str, ...] = tuple(tier.value for tier in RiskTier)
 # Responses whose size is content a model reads; listings are reported as definition tokens.
 GATED_METHODS = frozenset({"tools/call", "resources/read", "prompts/get"})
 _SORT_METHODS = {"tools/call": 0, "resources/read": 1, "prompts/get": 2, "tools/list": 3}
-
-
-@dataclass
-class OperationRow:
-    side: str
-    server: str
-    method: str
-    target: str
-    calls: int = 0
-    response_tokens: float = 0.0
-    request_tokens: float = 0.0
-    response: Histogram | None = None
-    risk: dict[str, int] = field(default_factory=dict)
-    overhead: dict[str, float] = field(default_factory=dict)
-    padding: dict[str, int] = field(default_factory=dict)
-    duration: Histogram | None = None
-    errors: int = 0
-    encodings: set[str] = field(default_factory=set)
-
-    @property
-    def key(self) -> tuple[str, str, str, str]:
-        return (self.side, self.server, self.method, self.target)
-
-    @property
-    def mean(self) -> float | None:
-        return self.response_tokens / self.calls if self.calls else None
-
-    @property
-    def p50(self) -> float | None:
-        return self.response.quantile(0.5) if self.response else None
-
-    @property
-    def p95(self) -> float | None:
-        return self.response.quantile(0.95) if self.response else None
-
-    @property
-    def max(self) -> float | None:
-        return self.response.upper_bound() if self.response else None
-
-    @property
-    def max_is_exact(self) -> bool:
-        return self.response is not None and self.response.maximum is not None
-
-    @property
-    def overhead_tokens(self) -> float:
-        return sum(self.overhead.values())
-
-    @property
-    def overhead_ratio(self) -> float:
-        return self.overhead_tokens / self.response_tokens if self.response_tokens > 0 else 0.0
-
-    @property
-    def padding_count(self) -> int:
-        return sum(self.padding.values())
-
-    @property
-    def worst_risk(self) -> str | None:
-        present = [tier for tier in RISK_ORDER if self.risk.get(tier, 0) > 0]
-        return present[-1] if present else None
-
-
-@dataclass(frozen=True)
-class BudgetRow:
-    side: str
-    server: str
-    observations: int
-    peak: float | None  # exact max utilisation (exporter), or a bucket bound (Prometheus)
-    peak_is_exact: bool
-    p95: float | None
-    mean: float | None
-
-
-@dataclass(frozen=True)
-class DefinitionRow:
-    side: str
-    server: str
-    tool: str
-    tokens: float
-
-
-@dataclass
-class CostRow:
-    side: str
-    method: str
-    analyses: int = 0
-    seconds: float = 0.0
-    max_seconds: float | None = None
-    skipped: dict[str, int] = field(default_factory=dict)
-
-
-@dataclass(frozen=True)
-class SideTotals:
-    side: str
-    calls: int
-    response_tokens: float
-    request_tokens: float
-    overhead_tokens: float
-    padding: int
-    definition_tokens: float
 
 
 @dataclass(frozen=True)

@@ -12,7 +12,6 @@ from .model import Report
 from .render_html import render_html
 from .render_json import render_json
 from .render_markdown import render_markdown
-from .render_terminal import render_terminal, render_text
 from .settings import ReportFile, ReportSettings
 
 _logger = logging.getLogger(__name__)
@@ -25,7 +24,9 @@ def render(report: Report, report_format: str, max_rows: int) -> str:
         return render_markdown(report, max_rows)
     if report_format == "html":
         return render_html(report, max_rows)
-    return render_text(report, max_rows)
+    from . import render_terminal  # noqa: PLC0415 -- rich loads at exit, see _terminal
+
+    return render_terminal.render_text(report, max_rows)
 
 
 def write_report(report: Report, settings: ReportSettings) -> list[Path]:
@@ -39,10 +40,18 @@ def write_report(report: Report, settings: ReportSettings) -> list[Path]:
             _logger.warning("mcp-tokens report: could not write %s: %s", file.path, error)
     if settings.terminal:
         try:
-            render_terminal(report, settings.max_rows)
+            _terminal(report, settings.max_rows)
         except Exception as error:
             _logger.warning("mcp-tokens report: could not print the report: %s", error)
     return written
+
+
+def _terminal(report: Report, max_rows: int) -> None:
+    # rich (the terminal tables) loads when the report is written, at exit: it adds nothing to
+    # the start-up of the application the exporter runs in.
+    from . import render_terminal  # noqa: PLC0415
+
+    render_terminal.render_terminal(report, max_rows)
 
 
 def write_atomically(path: Path, text: str) -> None:

@@ -15,6 +15,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from opentelemetry.instrumentation.mcp_tokens import semconv
+from prometheus_client.parser import text_string_to_metric_families
 
 from .series import MAX_SERIES, Attributes, Histogram, SeriesKey, Snapshot, Value
 
@@ -75,8 +76,6 @@ class _HistogramParts:
 
 def snapshot_from_text(text: str, max_series: int = MAX_SERIES) -> Snapshot:
     """Raises ValueError when the text is not the Prometheus exposition format."""
-    from prometheus_client.parser import text_string_to_metric_families
-
     numbers: dict[SeriesKey, float] = {}
     histograms: dict[SeriesKey, _HistogramParts] = {}
     dropped = 0

@@ -9,7 +9,8 @@ import math
 from typing import Any
 
 from .economics import Price, UnusedTools, server_costs, tool_calls
-from .model import RISK_ORDER, OperationRow, Report
+from .model import Report
+from .rows import RISK_ORDER, OperationRow
 from .series import Histogram
 
 REPORT_FORMAT = "mcp-tokens.report"

@@ -16,7 +16,8 @@ from dataclasses import dataclass
 from opentelemetry.exporter.mcp_tokens.textformat import number, percent, plural, printable
 
 from .economics import RESPONSE_METHODS
-from .model import BudgetRow, OperationRow, Report
+from .model import Report
+from .rows import BudgetRow, OperationRow
 
 MAX_BARS = 20
 WIDTH = 760

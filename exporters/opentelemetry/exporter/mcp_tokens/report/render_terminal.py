@@ -7,9 +7,14 @@ from __future__ import annotations
 import io
 import os
 import sys
-from typing import IO, Any
+from typing import IO
 
 from opentelemetry.exporter.mcp_tokens.textformat import printable
+from rich import box
+from rich.console import Console
+from rich.measure import Measurement
+from rich.table import Table
+from rich.text import Text
 
 from . import layout
 from .model import Report
@@ -21,8 +26,6 @@ MAX_PAGE_WIDTH = 400
 
 def render_terminal(report: Report, max_rows: int, stream: IO[str] | None = None) -> None:
     """Write to `stream` (default: stderr): coloured on a terminal, plain text otherwise."""
-    from rich.console import Console
-
     target = sys.stderr if stream is None else stream
     if target is None:  # no stderr (pythonw, a daemon): never fall back to stdout
         return
@@ -36,8 +39,6 @@ def render_terminal(report: Report, max_rows: int, stream: IO[str] | None = None
 
 def render_text(report: Report, max_rows: int, width: int = DEFAULT_WIDTH) -> str:
     """Plain text, no colour, no trailing spaces."""
-    from rich.console import Console
-
     buffer = io.StringIO()
     console = Console(file=buffer, width=width, highlight=False, emoji=False, color_system=None)
     _print(report, max_rows, console)
@@ -51,9 +52,7 @@ def _width() -> int:
         return DEFAULT_WIDTH
 
 
-def _print(report: Report, max_rows: int, console: Any) -> None:
-    from rich.text import Text
-
+def _print(report: Report, max_rows: int, console: Console) -> None:
     lines = layout.headline(report)
     console.print(_text(lines[0], "bold"))
     for line in lines[1:]:
@@ -82,10 +81,7 @@ def _print(report: Report, max_rows: int, console: Any) -> None:
             console.print(_text("  " + line))
 
 
-def _table(table: layout.Table) -> Any:
-    from rich import box
-    from rich.table import Table
-
+def _table(table: layout.Table) -> Table:
     rendered = Table(box=box.SIMPLE_HEAD, show_edge=False, header_style="bold", pad_edge=False)
     for index, header in enumerate(table.headers):
         # Headers and numbers are never cut (rich crops a header that does not fit) and names
@@ -108,13 +104,9 @@ def _table(table: layout.Table) -> Any:
     return rendered
 
 
-def _natural_width(console: Any, rendered: Any) -> int:
-    from rich.measure import Measurement
-
+def _natural_width(console: Console, rendered: Table) -> int:
     return int(Measurement.get(console, console.options.update(width=MAX_PAGE_WIDTH), rendered).maximum)
 
 
-def _text(text: str, style: str = "") -> Any:
-    from rich.text import Text
-
+def _text(text: str, style: str = "") -> Text:
     return Text(printable(text), style=style)

@@ -12,8 +12,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
+from opentelemetry.exporter.mcp_tokens.env import integer_setting
+
 from .economics import Price
-from .model import RISK_ORDER
+from .rows import RISK_ORDER
 
 _logger = logging.getLogger(__name__)
 
@@ -64,8 +66,8 @@ class ReportSettings:
             terminal=_boolean(env, TERMINAL, True),
             fail_on=_tier(env.get(FAIL_ON, "")),
             fail_on_padding=_boolean(env, FAIL_ON_PADDING, False),
-            fail_exit_code=_integer(env, FAIL_EXIT_CODE, DEFAULT_FAIL_EXIT_CODE, 1, 255),
-            max_rows=_integer(env, MAX_ROWS, DEFAULT_MAX_ROWS, 1, 10_000),
+            fail_exit_code=integer_setting(env, FAIL_EXIT_CODE, DEFAULT_FAIL_EXIT_CODE, 1, 255),
+            max_rows=integer_setting(env, MAX_ROWS, DEFAULT_MAX_ROWS, 1, 10_000),
             price=price_from(env.get(PRICE_PER_MTOK, ""), env.get(CURRENCY, ""), PRICE_PER_MTOK),
         )
 
@@ -115,20 +117,6 @@ def _tier(text: str) -> str | None:
         return value
     _logger.warning("%s=%r is not one of %s; the risk gate is off", FAIL_ON, text, ", ".join(RISK_ORDER))
     return None
-
-
-def _integer(env: Mapping[str, str], name: str, default: int, low: int, high: int) -> int:
-    text = env.get(name, "").strip()
-    if not text:
-        return default
-    try:
-        value = int(text)
-    except ValueError:
-        value = low - 1
-    if not low <= value <= high:
-        _logger.warning("%s=%r is not an integer in %d..%d; using %d", name, text, low, high, default)
-        return default
-    return value
 
 
 def price_from(per_mtok: str, currency: str, source: str) -> Price | None:

@@ -23,7 +23,6 @@ Each block is charged to at most one kind, in this order of precedence:
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -31,6 +30,7 @@ from enum import Enum
 
 from .blocks import Block, BlockType
 from .compact import compact_json
+from .jsontext import NOT_JSON, looks_like_json, parse_json
 
 MARKER_SCAN_CHARS = 64 << 10
 FULL_FORMAT_CHARS = 64 << 10
@@ -38,6 +38,8 @@ FORMAT_SAMPLE_CHARS = 64 << 10
 FORMAT_SAMPLE_WINDOWS = 4
 
 _TEXT_TYPES = frozenset({BlockType.TEXT, BlockType.RESOURCE})
+# A number, boolean or null shown as text is short; longer texts are not parsed as scalars.
+_SCALAR_CHARS = 64
 # A JSON string literal (kept), or a run of whitespace outside one (dropped).
 _STRING_OR_SPACE = re.compile(r'("(?:[^"\\]|\\.)*")|\s+')
 
@@ -95,7 +97,7 @@ class _PayloadScan:
             return BlockOverhead(OverheadKind.DUPLICATE, tokens)
         if block.type is BlockType.STRUCTURED and self._shown_as_text(block, index):
             return BlockOverhead(OverheadKind.DUPLICATE, tokens)
-        if block.type in _TEXT_TYPES and _looks_like_json(block.text):
+        if block.type in _TEXT_TYPES and looks_like_json(block.text):
             waste = self._formatting_tokens(index, block.text, tokens)
             if waste > 0:
                 return BlockOverhead(OverheadKind.FORMATTING, waste)
@@ -126,13 +128,13 @@ class _PayloadScan:
                 # pretty-printed copies; misses copies that also escape non-ASCII characters).
                 if (
                     len(structured.text) <= len(block.text)
-                    and _looks_like_json(block.text)
+                    and looks_like_json(block.text)
                     and strip_json_whitespace(block.text) == structured.text
                 ):
                     return True
                 continue
             value = self._parse_small_json(index, block.text)
-            if value is not _NOT_JSON and value == structured.json_value:
+            if value is not NOT_JSON and value == structured.json_value:
                 return True
         return self._wrapped_result_shown(structured, before)
 
@@ -159,20 +161,20 @@ class _PayloadScan:
         text = self._blocks[index].text
         if isinstance(value, str) and _same_text(text, value):
             return True
-        if len(text) <= _SCALAR_CHARS and not _looks_like_json(text):
-            shown = _parse_scalar(text)
+        if len(text) <= _SCALAR_CHARS and not looks_like_json(text):
+            shown = parse_json(text)
         elif len(text) <= FULL_FORMAT_CHARS:
             shown = self._parse_small_json(index, text)
         else:
             return False
         # `1 == True` in Python, not in JSON.
         same_kind = isinstance(shown, bool) == isinstance(value, bool)
-        return shown is not _NOT_JSON and same_kind and shown == value
+        return shown is not NOT_JSON and same_kind and shown == value
 
     def _formatting_tokens(self, index: int, text: str, tokens: int) -> int:
         if len(text) <= FULL_FORMAT_CHARS:
             value = self._parse_small_json(index, text)
-            if value is _NOT_JSON:
+            if value is NOT_JSON:
                 return 0
             compact = compact_json(value)
             return max(0, tokens - self._count(compact)) if compact != text else 0
@@ -188,7 +190,8 @@ class _PayloadScan:
 
     def _parse_small_json(self, index: int, text: str) -> object:
         if index not in self._parsed:
-            self._parsed[index] = _parse_json(text) if len(text) <= FULL_FORMAT_CHARS else _NOT_JSON
+            small = len(text) <= FULL_FORMAT_CHARS and looks_like_json(text)
+            self._parsed[index] = parse_json(text) if small else NOT_JSON
         return self._parsed[index]
 
 
@@ -238,36 +241,3 @@ def _same_text(first: str, second: str) -> bool:
         first[start : start + _COMPARE_STEP] == second[start : start + _COMPARE_STEP]
         for start in range(0, len(first), _COMPARE_STEP)
     )
-
-
-class _NotJson:
-    pass
-
-
-_NOT_JSON = _NotJson()
-
-
-def _parse_json(text: str) -> object:
-    if not _looks_like_json(text):
-        return _NOT_JSON
-    try:
-        return json.loads(text)
-    except (ValueError, RecursionError):
-        return _NOT_JSON
-
-
-# A number, boolean or null shown as text is short; longer texts are not parsed as scalars.
-_SCALAR_CHARS = 64
-
-
-def _parse_scalar(text: str) -> object:
-    try:
-        return json.loads(text)
-    except (ValueError, RecursionError):
-        return _NOT_JSON
-
-
-def _looks_like_json(text: str) -> bool:
-    head = text[:64].lstrip()
-    tail = text[-64:].rstrip()
-    return bool(head) and head[0] in "{[" and tail[-1:] in "}]"

@@ -42,6 +42,7 @@ from typing import cast
 
 from .blocks import Block, BlockType
 from .compact import compact_json
+from .jsontext import looks_like_json, parse_json
 from .overhead import FULL_FORMAT_CHARS, BlockOverhead, OverheadKind
 
 MIN_RECORDS = 4
@@ -87,9 +88,9 @@ def structure_tokens(block: Block, tokens: int, compact_tokens: int, count: Call
     """The tokens a tabular encoding of `block`'s record arrays would save (0 below the minimums)."""
     if block.type is BlockType.STRUCTURED:
         saving = _value_saving(block.json_value, count)
-    elif block.type in _TEXT_TYPES and _looks_like_json(block.text):
+    elif block.type in _TEXT_TYPES and looks_like_json(block.text):
         if len(block.text) <= FULL_PARSE_CHARS:
-            saving = _value_saving(_parse(block.text), count)
+            saving = _value_saving(parse_json(block.text), count)
         else:
             saving = _large_text_saving(block.text, compact_tokens, count)
     else:
@@ -186,16 +187,3 @@ def _leading_records(text: str, start: int) -> list[Record]:
         records.append(record)
         index = _SEPARATOR.match(window, index).end()  # type: ignore[union-attr]
     return records
-
-
-def _parse(text: str) -> object:
-    try:
-        return json.loads(text)
-    except (ValueError, RecursionError):
-        return None
-
-
-def _looks_like_json(text: str) -> bool:
-    head = text[:64].lstrip()
-    tail = text[-64:].rstrip()
-    return bool(head) and head[0] in "{[" and tail[-1:] in "}]"

@@ -60,7 +60,9 @@ class Policy:
         return cls(
             mode=_valid(settings.guard, GUARD_MODES, "guard"),
             budget_mode=_valid(settings.guard_budget, GUARD_BUDGET_MODES, "guard_budget"),
-            max_result_tokens=_count(settings.guard_max_result_tokens, 25_000, "guard_max_result_tokens"),
+            max_result_tokens=_count(
+                settings.guard_max_result_tokens, semconv.HOST_RESULT_CAP, "guard_max_result_tokens"
+            ),
             tool_limits=_tool_limits(settings.guard_tool_limits),
             repeat_limit=_count(settings.guard_repeat_limit, 0, "guard_repeat_limit", least=0),
             repeat_window_s=_seconds(settings.guard_repeat_window, 60.0, "guard_repeat_window"),

@@ -2,17 +2,17 @@
 
 from __future__ import annotations
 
-import importlib.metadata
-import logging
 from typing import TYPE_CHECKING, Protocol
 
 from opentelemetry.instrumentation.mcp_tokens.pipeline import Pipeline
 from opentelemetry.trace import Tracer
 
+from .versions import MIN_V1, installed_mcp_version
+
 if TYPE_CHECKING:
     from opentelemetry.instrumentation.mcp_tokens.guard.core import Guard
 
-_logger = logging.getLogger(__name__)
+__all__ = ["Patcher", "installed_mcp_version", "select_patcher"]
 
 
 class Patcher(Protocol):
@@ -23,18 +23,6 @@ class Patcher(Protocol):
 
     def unpatch(self) -> None:
         """Restore every patched attribute to the very object it was."""
-
-
-def installed_mcp_version() -> tuple[int, int] | None:
-    try:
-        version = importlib.metadata.version("mcp")
-    except importlib.metadata.PackageNotFoundError:
-        return None
-    parts = version.split(".")
-    try:
-        return int(parts[0]), int(parts[1])
-    except (IndexError, ValueError):
-        return None
 
 
 def select_patcher(version: tuple[int, int] | None) -> type[Patcher] | None:
@@ -50,7 +38,3 @@ def select_patcher(version: tuple[int, int] | None) -> type[Patcher] | None:
 
         return McpV2Patcher
     return None
-
-
-# The oldest 1.x whose patch points we test (see docs/telemetry.md, "Coverage").
-MIN_V1 = (1, 23)

@@ -32,12 +32,12 @@ from typing import TYPE_CHECKING, Any
 from opentelemetry.instrumentation.mcp_tokens.pipeline import Pipeline
 from opentelemetry.trace import Tracer
 
-from . import MIN_V1, installed_mcp_version
 from .transports import PatchPoint, TransportPatches, TransportRegistry
 from .v1_client import OutgoingRequests
 from .v1_sdk import SdkV1, load_sdk
 from .v1_server import IncomingRequests
 from .v1_sessions import SessionTracker
+from .versions import MIN_V1, installed_mcp_version
 from .wrapping import PatchSet, Wrapper, wrap_everywhere
 
 if TYPE_CHECKING:

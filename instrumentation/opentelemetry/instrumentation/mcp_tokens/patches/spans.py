@@ -46,6 +46,37 @@ def request_attributes(
     return attributes
 
 
+# The network attributes duration metrics carry too: a client's address and port would make
+# a label value per peer, so they stay on spans.
+METRIC_NETWORK_KEYS = frozenset(
+    {semconv.NETWORK_TRANSPORT, semconv.NETWORK_PROTOCOL_NAME, semconv.NETWORK_PROTOCOL_VERSION}
+)
+
+
+def http_request_attributes(request: object) -> dict[str, AttributeValue]:
+    """The network attributes of the HTTP request that carried an MCP request to a server
+    (anything with an ASGI `scope`, such as starlette's `Request`): transport, protocol and
+    its version, the client's address and port."""
+    attributes: dict[str, AttributeValue] = {
+        semconv.NETWORK_TRANSPORT: "tcp",
+        semconv.NETWORK_PROTOCOL_NAME: "http",
+    }
+    scope = getattr(request, "scope", None)
+    if not isinstance(scope, Mapping):
+        return attributes
+    version = scope.get("http_version")
+    if isinstance(version, str) and version:
+        attributes[semconv.NETWORK_PROTOCOL_VERSION] = version
+    client = scope.get("client")
+    if isinstance(client, list | tuple) and len(client) == 2:
+        host, port = client
+        if isinstance(host, str):
+            attributes[semconv.CLIENT_ADDRESS] = host
+        if isinstance(port, int):
+            attributes[semconv.CLIENT_PORT] = port
+    return attributes
+
+
 def is_tool_error(method: str, result: object) -> bool:
     return method == "tools/call" and isinstance(result, Mapping) and result.get("isError") is True
 

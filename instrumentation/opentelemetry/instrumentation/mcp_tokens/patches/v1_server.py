@@ -29,7 +29,6 @@ from opentelemetry.instrumentation.mcp_tokens.exchange import RESPONSE_KINDS, Ex
 from opentelemetry.instrumentation.mcp_tokens.pipeline import Pipeline
 from opentelemetry.instrumentation.mcp_tokens.scope import BudgetRef
 from opentelemetry.trace import Link, Span, SpanKind, Tracer
-from opentelemetry.util.types import AttributeValue
 
 from . import spans, v1_requests
 from .guarding import guarded
@@ -204,7 +203,8 @@ class IncomingRequests:
             target,
             v1_requests.resource_uri_of(method, params),
         )
-        attributes.update(_http_attributes(http_request))
+        if http_request is not None:
+            attributes.update(spans.http_request_attributes(http_request))
         start_ns = time.time_ns()
         span = self._tracer.start_span(
             spans.span_name(method, target),
@@ -228,7 +228,7 @@ class IncomingRequests:
             operation_side=Side.SERVER,
         )
         exchange.metric_attributes.update(
-            {key: value for key, value in attributes.items() if key in _METRIC_NETWORK_KEYS}
+            {key: value for key, value in attributes.items() if key in spans.METRIC_NETWORK_KEYS}
         )
         span_context = trace.set_span_in_context(span, parent or header_context)
         uri = v1_requests.resource_uri_of(method, params)
@@ -307,11 +307,6 @@ class IncomingRequests:
         self._pipeline.submit(exchange)
 
 
-_METRIC_NETWORK_KEYS = frozenset(
-    {semconv.NETWORK_TRANSPORT, semconv.NETWORK_PROTOCOL_NAME, semconv.NETWORK_PROTOCOL_VERSION}
-)
-
-
 def _wire_result(method: str, response: object) -> object:
     """The result as the transport writes it, for methods whose result is counted."""
     if method not in RESPONSE_KINDS:
@@ -335,28 +330,6 @@ def _initialize_fields(response: object) -> dict[str, Any]:
         "protocolVersion": getattr(result, "protocolVersion", None),
         "serverInfo": {"name": getattr(info, "name", None)},
     }
-
-
-def _http_attributes(request: Any) -> dict[str, AttributeValue]:
-    """Network attributes of the HTTP request that carried an MCP request (SSE, streamable HTTP)."""
-    if request is None:
-        return {}
-    attributes: dict[str, AttributeValue] = {
-        semconv.NETWORK_TRANSPORT: "tcp",
-        semconv.NETWORK_PROTOCOL_NAME: "http",
-    }
-    scope = getattr(request, "scope", None)
-    version = scope.get("http_version") if isinstance(scope, Mapping) else None
-    if isinstance(version, str):
-        attributes[semconv.NETWORK_PROTOCOL_VERSION] = version
-    client = scope.get("client") if isinstance(scope, Mapping) else None
-    if isinstance(client, list | tuple) and len(client) == 2:
-        host, port = client
-        if isinstance(host, str):
-            attributes[semconv.CLIENT_ADDRESS] = host
-        if isinstance(port, int):
-            attributes[semconv.CLIENT_PORT] = port
-    return attributes
 
 
 def _header_protocol_version(responder: Any) -> str | None:

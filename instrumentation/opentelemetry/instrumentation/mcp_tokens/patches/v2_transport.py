@@ -28,6 +28,7 @@ from urllib.parse import urlsplit
 from opentelemetry.instrumentation.mcp_tokens import semconv
 from opentelemetry.util.types import AttributeValue
 
+from . import spans
 from .v2_common import reset_quietly
 from .wrapping import PatchSet, wrap_everywhere
 
@@ -83,22 +84,8 @@ def http_client_transport(url: object, protocol_version: str | None = None) -> T
 
 def http_server_transport(request: object) -> TransportInfo:
     """What a server knows of an HTTP request (a starlette `Request`): protocol and client."""
-    metric: dict[str, AttributeValue] = {
-        semconv.NETWORK_TRANSPORT: TRANSPORT_TCP,
-        semconv.NETWORK_PROTOCOL_NAME: PROTOCOL_HTTP,
-    }
-    scope = getattr(request, "scope", None)
-    version = scope.get("http_version") if isinstance(scope, Mapping) else None
-    if isinstance(version, str) and version:
-        metric[semconv.NETWORK_PROTOCOL_VERSION] = version
-    span: dict[str, AttributeValue] = dict(metric)
-    client = scope.get("client") if isinstance(scope, Mapping) else None
-    if isinstance(client, tuple | list) and len(client) == 2:
-        host, port = client
-        if isinstance(host, str):
-            span[semconv.CLIENT_ADDRESS] = host
-        if isinstance(port, int):
-            span[semconv.CLIENT_PORT] = port
+    span = spans.http_request_attributes(request)
+    metric = {key: value for key, value in span.items() if key in spans.METRIC_NETWORK_KEYS}
     return TransportInfo(span=span, metric=metric)
 
 
