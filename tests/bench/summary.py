@@ -75,9 +75,9 @@ def tool_calls(body: str) -> list[tuple[str, str]]:
 
 def startup(body: str) -> list[tuple[str, str]]:
     added = [
-        f"{row['process']}: {row['CPU added ms (fastest runs)']} ms"
+        f"{row['process']}: {row['CPU added ms, median of pairs (90%)']} ms"
         for row in first_table(body)
-        if row.get("CPU added ms (fastest runs)")
+        if row.get("CPU added ms, median of pairs (90%)")
     ]
     return [("what `instrument()` adds to a process's start, in CPU time", "; ".join(added))] if added else []
 
