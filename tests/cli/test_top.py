@@ -13,6 +13,7 @@ from opentelemetry.exporter.mcp_tokens.cli.errors import CliError, ExitCode
 from opentelemetry.exporter.mcp_tokens.report.prometheus import snapshot_from_text
 
 from tests.unit.test_report_economics import exposition
+from tests.unit.test_report_host_cap import exposition as over_cap_exposition
 
 from .conftest import CliRunner
 
@@ -218,3 +219,19 @@ def test_price_comes_from_the_report_setting_when_no_flag_is_given(
     assert "at 3 USD per million input tokens" in " ".join(run.out.split())
     bad = run_cli("top", "--once", "--price-per-mtok", "-2", endpoint([(200, b"")]).url)
     assert bad.code == 2
+
+
+def test_once_counts_the_responses_hosts_would_refuse(
+    run_cli: CliRunner, endpoint: Callable[..., Endpoint]
+) -> None:
+    server = endpoint([(200, over_cap_exposition().encode())])
+    run = run_cli("top", "--once", server.url)
+    assert run.code == 0, run.err
+    text = " ".join(run.out.split())
+    sentence = "3 responses over 25,000 tokens (git_diff 2 of 5, resources/read 1 of 1)"
+    assert f"Responses hosts would refuse: {sentence}" in text
+    higher = " ".join(run_cli("top", "--once", "--host-cap", "262144", server.url).out.split())
+    assert "Responses hosts would refuse: no response over 262,144 tokens" in higher
+    off = run_cli("top", "--once", "--host-cap", "0", server.url)
+    assert off.code == 0 and "hosts would refuse" not in off.out
+    assert run_cli("top", "--once", "--host-cap", "-1", server.url).code == 2

@@ -253,6 +253,24 @@ def test_top_says_the_same(run: Run) -> None:
     )
     assert sentence in text
     assert f"cost server {SERVER} at 3 USD per million input tokens" in text
+    assert f"Responses hosts would refuse: {_over_cap_sentence()}" in text
+
+
+def _over_cap() -> dict[str, tuple[int, int, int]]:
+    """(responses over the cap, calls, largest response) per tool the run called over it."""
+    found: dict[str, tuple[int, int, int]] = {}
+    for tool, arguments in CALLS:
+        over, calls, largest = found.get(tool, (0, 0, 0))
+        tokens = response_tokens(tool, arguments)
+        found[tool] = (over + (tokens > HOST_CAP), calls + 1, max(largest, tokens))
+    return {tool: counts for tool, counts in found.items() if counts[0]}
+
+
+def _over_cap_sentence() -> str:
+    over = _over_cap()
+    total = sum(n for n, _, _ in over.values())
+    names = ", ".join(f"{tool} {n} of {calls}" for tool, (n, calls, _) in over.items())
+    return f"{total} response{'' if total == 1 else 's'} over {HOST_CAP:,} tokens ({names})"
 
 
 @pytest.fixture(scope="module")
@@ -290,6 +308,12 @@ def test_the_report_has_the_same_numbers(run: Run, report: dict[str, Any]) -> No
     assert cost["response_cost"] == round(responses * PRICE / 1e6, 6)
     assert cost["definition_cost_per_conversation"] == round(want["total"] * PRICE / 1e6, 6)
     assert cost["never_called_cost_per_conversation"] == round(want["never_tokens"] * PRICE / 1e6, 6)
+    capped = report["host_cap"]
+    over = _over_cap()
+    assert (capped["tokens"], capped["exact"]) == (HOST_CAP, True)
+    assert capped["responses_over"] == capped["responses_over_max"] == sum(n for n, _, _ in over.values())
+    assert {o["target"]: (o["over"], o["calls"], o["max"]) for o in capped["operations"]} == over
+    assert all(o["max_exact"] for o in capped["operations"])  # the exporter keeps the exact max
 
 
 # --- the HTML report in a real browser --------------------------------------------------------

@@ -346,6 +346,7 @@ def test_json_report_has_every_field(report: Report) -> None:
         "passed": True,
         "fail_on": None,
         "fail_on_padding": False,
+        "fail_on_host_cap": False,
         "exit_code": 0,
         "failures": [],
     }

@@ -46,6 +46,7 @@ class TopOptions:
     timeout_s: float = 5.0
     max_bytes: int = TOP_DEFAULT_MAX_BYTES
     price: Price | None = None
+    host_cap: int = DEFAULT_HOST_CAP  # 0: not checked
 
 
 def positive(kind: Callable[[str], N]) -> Callable[[str], N]:
@@ -298,6 +299,14 @@ def add_top(parser: argparse.ArgumentParser) -> None:
         metavar="CODE",
         help=f"currency of --price-per-mtok (default: ${CURRENCY}, else USD)",
     )
+    parser.add_argument(
+        "--host-cap",
+        type=non_negative(int),
+        default=DEFAULT_HOST_CAP,
+        metavar="TOKENS",
+        help="count the responses over the result cap a host enforces (default: %(default)s, "
+        "Claude Code's MAX_MCP_OUTPUT_TOKENS; 0: do not count)",
+    )
 
 
 def _in_range(low: int, high: int) -> Callable[[str], int]:
@@ -319,4 +328,5 @@ def top_options(args: argparse.Namespace) -> TopOptions:
         timeout_s=args.timeout,
         max_bytes=args.max_bytes,
         price=price,
+        host_cap=args.host_cap,
     )

@@ -3,7 +3,8 @@
 Scrapes a Prometheus `/metrics` endpoint (e.g. `opentelemetry-instrument --metrics_exporter
 prometheus`) every `--interval` seconds and shows, per side, server and tool, tokens per
 second (the rate of `mcp_tokens_payload_sum` between two scrapes), calls, tokens, max, risk tiers,
-overhead, padding and budget utilisation, until Ctrl-C (exit 0). `--once` prints one
+overhead, padding and budget utilisation, then the tools never called, the responses over a
+host's result cap (`--host-cap`) and, with a price, the cost, until Ctrl-C (exit 0). `--once` prints one
 snapshot (totals, no rates) for scripts.
 
 The endpoint is untrusted: only http(s), at most `--max-bytes` read per scrape, redirects
@@ -85,7 +86,8 @@ def take_frame(options: TopOptions, previous: Frame | None) -> Frame:
             ExitCode.METRICS_MALFORMED,
             f"{Target(url=options.url).describe()}: not Prometheus text ({type(error).__name__}: {error})",
         ) from None
-    frame = Frame(build_report(snapshot, price=options.price), time.monotonic(), len(snapshot.series))
+    report = build_report(snapshot, price=options.price, host_cap_tokens=options.host_cap or None)
+    frame = Frame(report, time.monotonic(), len(snapshot.series))
     if previous is not None:
         frame.rates = _rates(previous, frame)
     return frame
@@ -274,8 +276,11 @@ def _budget_lines(report: Report, limit: int) -> list[str]:
 
 
 def economy_lines(report: Report, limit: int) -> list[str]:
-    """Per side and server: the tools listed but never called and, with a price, what the traffic costs."""
+    """Per side and server: the tools listed but never called; the responses over the host cap;
+    with a price, what the traffic costs."""
     lines = [f"{layout.unused_title(u.side, u.server)}: {u.summary()}" for u in report.unused[:limit]]
+    if report.host_cap is not None and report.rows:
+        lines.append(f"{layout.HOST_CAP_TITLE}: {report.host_cap.summary()}")
     price = report.price
     if price is None:
         return lines

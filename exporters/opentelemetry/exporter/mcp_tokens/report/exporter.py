@@ -133,6 +133,8 @@ class McpTokensReportExporter(MetricExporter):
             fail_on_padding=settings.fail_on_padding,
             fail_exit_code=settings.fail_exit_code,
             price=settings.price,
+            host_cap_tokens=settings.host_cap or None,
+            fail_on_host_cap=settings.fail_on_host_cap and settings.host_cap > 0,
         )
 
     def _apply_verdict(self, report: Report) -> None:

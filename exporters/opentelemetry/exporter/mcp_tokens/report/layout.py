@@ -10,6 +10,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from opentelemetry.exporter.mcp_tokens.textformat import approx, number, percent, seconds
+from opentelemetry.instrumentation.mcp_tokens.semconv import HOST_RESULT_CAP
 
 from .economics import server_costs, tool_calls
 from .model import Report
@@ -67,11 +68,16 @@ def headline(report: Report) -> list[str]:
         )
     for unused in report.unused:
         lines.append(f"{unused_title(unused.side, unused.server)}: {unused.summary()}")
+    if report.host_cap is not None and report.totals:
+        lines.append(f"{HOST_CAP_TITLE}: {report.host_cap.summary()}")
     if not report.totals:
         lines.append("No MCP operation was analysed in this run.")
     if report.dropped_series:
         lines.append(f"{report.dropped_series:,} series over the report's limit were left out.")
     return lines
+
+
+HOST_CAP_TITLE = "Responses hosts would refuse"
 
 
 def unused_title(side: str, server: str) -> str:
@@ -85,6 +91,8 @@ def verdict_lines(report: Report) -> list[str]:
         gates.append(f"risk at or above {verdict.fail_on}")
     if verdict.fail_on_padding:
         gates.append("padding")
+    if verdict.fail_on_host_cap and report.host_cap is not None:
+        gates.append(f"responses over {report.host_cap.tokens:,} tokens")
     if not gates:
         return []
     if verdict.passed:
@@ -103,6 +111,7 @@ def tables(report: Report, max_rows: int) -> list[Table]:
         _budgets(report, max_rows),
         _definitions(report, max_rows),
         _unused(report, max_rows),
+        *_host_cap(report, max_rows),
         *_money(report, max_rows),
         _costs(report, max_rows),
     ]
@@ -249,6 +258,38 @@ def _unused(report: Report, max_rows: int) -> Table:
         omitted=omitted,
         empty="No tools/list was analysed.",
     )
+
+
+def _host_cap(report: Report, max_rows: int) -> list[Table]:
+    capped = report.host_cap
+    if capped is None:
+        return []
+    rows = [
+        (
+            r.row.side,
+            r.row.server or "?",
+            r.row.method,
+            r.row.target or "-",
+            f"{r.row.calls:,}",
+            r.over.text(),
+            percent(r.share),
+            max_cell(r.row),
+        )
+        for r in capped.rows
+    ]
+    shown, omitted = _cut(rows, max_rows)
+    return [
+        Table(
+            f"{HOST_CAP_TITLE}: over {capped.tokens:,} tokens"
+            + (" (Claude Code's default cap)" if capped.tokens == HOST_RESULT_CAP else ""),
+            ("Side", "Server", "Operation", "Tool / prompt", "Calls", "Over the cap", "Share", "Max"),
+            shown,
+            numeric=frozenset({4, 5, 6, 7}),
+            names=frozenset({1, 3}),
+            omitted=omitted,
+            empty=f"No response over {capped.tokens:,} tokens.",
+        )
+    ]
 
 
 def _money(report: Report, max_rows: int) -> list[Table]:

@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from opentelemetry.instrumentation.mcp_tokens import semconv
 
 from .economics import Price, UnusedTools, unused_tools
+from .hostcap import HostCap, host_cap
 from .rows import RISK_ORDER, BudgetRow, CostRow, DefinitionRow, OperationRow, SideTotals
 from .series import Histogram, Snapshot
 
@@ -33,7 +34,7 @@ _SORT_METHODS = {"tools/call": 0, "resources/read": 1, "prompts/get": 2, "tools/
 
 @dataclass(frozen=True)
 class Failure:
-    rule: str  # "risk" or "padding"
+    rule: str  # "risk", "padding" or "host_cap"
     side: str
     server: str
     method: str
@@ -48,6 +49,7 @@ class Verdict:
     fail_on_padding: bool
     exit_code: int
     failures: tuple[Failure, ...] = ()
+    fail_on_host_cap: bool = False
 
 
 @dataclass(frozen=True)
@@ -64,6 +66,7 @@ class Report:
     dropped_series: int = 0
     unused: tuple[UnusedTools, ...] = ()
     price: Price | None = None
+    host_cap: HostCap | None = None
 
 
 def build_report(
@@ -74,12 +77,18 @@ def build_report(
     fail_exit_code: int = 1,
     *,
     price: Price | None = None,
+    host_cap_tokens: int | None = semconv.HOST_RESULT_CAP,
+    fail_on_host_cap: bool = False,
 ) -> Report:
+    """`host_cap_tokens`: the result cap of the hosts to check against (None: not checked);
+    `fail_on_host_cap`: a response over it fails the verdict."""
     rows = _operation_rows(snapshot)
     definitions = _definitions(snapshot)
+    capped = host_cap(rows, host_cap_tokens) if host_cap_tokens else None
     return Report(
         unused=unused_tools(rows, definitions),
         price=price,
+        host_cap=capped,
         service=snapshot.service,
         generated_at=generated_at,
         rows=rows,
@@ -88,7 +97,7 @@ def build_report(
         definitions=definitions,
         costs=_costs(snapshot),
         totals=_totals(rows, definitions),
-        verdict=judge(rows, fail_on, fail_on_padding, fail_exit_code),
+        verdict=judge(rows, fail_on, fail_on_padding, fail_exit_code, capped if fail_on_host_cap else None),
         dropped_series=snapshot.dropped_series,
     )
 
@@ -264,11 +273,16 @@ def _totals(rows: tuple[OperationRow, ...], definitions: tuple[DefinitionRow, ..
 
 # --- verdict ----------------------------------------------------------------------------------
 def judge(
-    rows: Iterable[OperationRow], fail_on: str | None, fail_on_padding: bool, exit_code: int
+    rows: Iterable[OperationRow],
+    fail_on: str | None,
+    fail_on_padding: bool,
+    exit_code: int,
+    host_cap_gate: HostCap | None = None,
 ) -> Verdict:
     """Fails when a tool call, resource read or prompt had a response at or above `fail_on`
-    (the tier the instrumentation assigned, with its thresholds), or, with `fail_on_padding`,
-    when any payload had a padding finding."""
+    (the tier the instrumentation assigned, with its thresholds), with `fail_on_padding` when
+    any payload had a padding finding, and with `host_cap_gate` when a response may have been
+    over the cap (a count known only as a range fails too: the gate does not guess low)."""
     failures: list[Failure] = []
     threshold = RISK_ORDER.index(fail_on) if fail_on in RISK_ORDER else None
     for row in rows:
@@ -281,4 +295,27 @@ def judge(
         if fail_on_padding and row.padding_count:
             reasons = ", ".join(f"{reason} {count}" for reason, count in sorted(row.padding.items()))
             failures.append(Failure("padding", row.side, row.server, row.method, row.target, reasons))
-    return Verdict(not failures, fail_on, fail_on_padding, exit_code if failures else 0, tuple(failures))
+    if host_cap_gate is not None:
+        failures += _over_cap_failures(host_cap_gate)
+    return Verdict(
+        not failures,
+        fail_on,
+        fail_on_padding,
+        exit_code if failures else 0,
+        tuple(failures),
+        fail_on_host_cap=host_cap_gate is not None,
+    )
+
+
+def _over_cap_failures(capped: HostCap) -> list[Failure]:
+    return [
+        Failure(
+            "host_cap",
+            over.row.side,
+            over.row.server,
+            over.row.method,
+            over.row.target,
+            f"{over.over.text()} of {over.row.calls:,} responses over {capped.tokens:,} tokens",
+        )
+        for over in capped.rows
+    ]

@@ -9,6 +9,7 @@ import math
 from typing import Any
 
 from .economics import Price, UnusedTools, server_costs, tool_calls
+from .hostcap import HostCap
 from .model import Report
 from .rows import RISK_ORDER, OperationRow
 from .series import Histogram
@@ -32,6 +33,7 @@ def report_document(report: Report) -> dict[str, Any]:
             "passed": verdict.passed,
             "fail_on": verdict.fail_on,
             "fail_on_padding": verdict.fail_on_padding,
+            "fail_on_host_cap": verdict.fail_on_host_cap,
             "exit_code": verdict.exit_code,
             "failures": [vars(failure) for failure in verdict.failures],
         },
@@ -67,6 +69,7 @@ def report_document(report: Report) -> dict[str, Any]:
         "definitions": _definitions(report),
         "unused_tools": [_unused(u) for u in report.unused],
         "cost": _cost(report),
+        "host_cap": _host_cap(report.host_cap),
         "instrumentation": [
             {
                 "side": c.side,
@@ -111,6 +114,35 @@ def _unused(unused: UnusedTools) -> dict[str, Any]:
         "never_called_tokens": _number(unused.never_called_tokens),
         "never_called_share": _number(unused.never_called_share),
         "never_called": [{"tool": t.tool, "tokens": _number(t.tokens)} for t in unused.never_called],
+    }
+
+
+def _host_cap(capped: HostCap | None) -> dict[str, Any] | None:
+    """Responses over the host cap (null when not checked). `over` is the least count, `over_max`
+    the most: they differ only when the cap is not a bucket bound of the payload histogram."""
+    if capped is None:
+        return None
+    total = capped.responses_over
+    return {
+        "tokens": capped.tokens,
+        "responses_over": total.low,
+        "responses_over_max": total.high,
+        "exact": total.exact,
+        "operations": [
+            {
+                "side": r.row.side,
+                "server": r.row.server,
+                "method": r.row.method,
+                "target": r.row.target,
+                "calls": r.row.calls,
+                "over": r.over.low,
+                "over_max": r.over.high,
+                "exact": r.over.exact,
+                "max": _number(r.row.max),
+                "max_exact": r.row.max_is_exact,
+            }
+            for r in capped.rows
+        ],
     }
 
 

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from opentelemetry.exporter.mcp_tokens.env import integer_setting
+from opentelemetry.instrumentation.mcp_tokens import semconv
 
 from .economics import Price
 from .rows import RISK_ORDER
@@ -28,6 +29,8 @@ FAIL_EXIT_CODE = PREFIX + "FAIL_EXIT_CODE"
 MAX_ROWS = PREFIX + "MAX_ROWS"
 PRICE_PER_MTOK = PREFIX + "PRICE_PER_MTOK"
 CURRENCY = PREFIX + "CURRENCY"
+HOST_CAP = PREFIX + "HOST_CAP"
+FAIL_ON_HOST_CAP = PREFIX + "FAIL_ON_HOST_CAP"
 
 FORMATS = {".json": "json", ".md": "markdown", ".markdown": "markdown", ".html": "html", ".txt": "text"}
 DEFAULT_FAIL_EXIT_CODE = 1
@@ -35,6 +38,7 @@ DEFAULT_MAX_ROWS = 100
 DEFAULT_CURRENCY = "USD"
 MAX_CURRENCY_CHARS = 8
 MAX_PATHS = 8
+MAX_HOST_CAP = 100_000_000
 
 
 @dataclass(frozen=True)
@@ -52,10 +56,12 @@ class ReportSettings:
     fail_exit_code: int = DEFAULT_FAIL_EXIT_CODE
     max_rows: int = DEFAULT_MAX_ROWS
     price: Price | None = None
+    host_cap: int = semconv.HOST_RESULT_CAP  # 0: not checked
+    fail_on_host_cap: bool = False
 
     @property
     def gates(self) -> bool:
-        return self.fail_on is not None or self.fail_on_padding
+        return self.fail_on is not None or self.fail_on_padding or self.fail_on_host_cap
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None, pid: int | None = None) -> ReportSettings:
@@ -69,6 +75,8 @@ class ReportSettings:
             fail_exit_code=integer_setting(env, FAIL_EXIT_CODE, DEFAULT_FAIL_EXIT_CODE, 1, 255),
             max_rows=integer_setting(env, MAX_ROWS, DEFAULT_MAX_ROWS, 1, 10_000),
             price=price_from(env.get(PRICE_PER_MTOK, ""), env.get(CURRENCY, ""), PRICE_PER_MTOK),
+            host_cap=integer_setting(env, HOST_CAP, semconv.HOST_RESULT_CAP, 0, MAX_HOST_CAP),
+            fail_on_host_cap=_boolean(env, FAIL_ON_HOST_CAP, False),
         )
 
 
