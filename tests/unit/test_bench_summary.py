@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.bench.summary import NOT_MEASURED, write_summary
+from tests.bench.summary import NOT_MEASURED, startup, write_summary
 
 PERFORMANCE = """# Performance
 
@@ -47,3 +47,28 @@ def test_a_readme_without_the_section_is_an_error(tmp_path: Path) -> None:
     performance.write_text(PERFORMANCE)
     with pytest.raises(ValueError, match="bench:summary"):
         write_summary(readme, performance)
+
+
+STARTUP = """`python -m tests.bench.startup`
+
+| process | runs | CPU added ms, median of pairs (90%) | fastest I - fastest U ms | bound |
+|---------|-----:|------------------------------------:|-------------------------:|-------|
+| MCP server | 30 | 41.2 (25.9 .. 57.4) | 34.7 | unresolved |
+
+| mcp-tokens' own code, inside the process | runs | median CPU ms | min | max | bound |
+|------------------------------------------|-----:|--------------:|----:|----:|-------|
+| MCP server: import, instrument(), patches | 30 | 31.0 | 26.3 | 46.7 | ok |
+"""
+
+
+def test_start_up_quotes_the_inside_measurement_then_the_whole_process_pairs() -> None:
+    assert startup(STARTUP) == [
+        (
+            "mcp-tokens' own start-up CPU in an MCP server (import, `instrument()`, patches)",
+            "31.0 ms median (26.3 .. 46.7)",
+        ),
+        (
+            "whole-process start-up CPU added, median of pairs (90% interval)",
+            "MCP server: 41.2 (25.9 .. 57.4) ms",
+        ),
+    ]
