@@ -75,6 +75,9 @@ def test_a_cap_between_bounds_gives_a_range_unless_the_maximum_settles_it() -> N
     known_max = Histogram(2, 300.0, (1000.0,), (2, 0), minimum=100.0, maximum=200.0)
     assert over_cap(known_max, 250) == OverCap(0, 0)
     assert over_cap(histogram([]), 10) == OverCap(0, 0)
+    malformed = Histogram(5, 0.0, (10.0,), (1, 2, 2))  # more counts than bounds + 1
+    assert over_cap(malformed, 10) == OverCap(4, 4)
+    assert over_cap(Histogram(2, 0.0, (), (2,)), 10) == OverCap(0, 2)
 
 
 @given(

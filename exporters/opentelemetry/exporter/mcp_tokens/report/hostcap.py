@@ -37,11 +37,14 @@ def over_cap(histogram: Histogram, cap: float) -> OverCap:
     if histogram.count <= 0 or (histogram.maximum is not None and histogram.maximum <= cap):
         return OverCap(0, 0)
     low = high = 0
+    bounds = histogram.bounds
     for index, in_bucket in enumerate(histogram.counts):
         if in_bucket <= 0:
             continue
-        lower = histogram.bounds[index - 1] if index > 0 else None
-        upper = histogram.bounds[index] if index < len(histogram.bounds) else None
+        # Past the last bound (the overflow bucket, or counts a malformed source added) the
+        # lower edge is the last bound and there is no upper one.
+        lower = bounds[min(index, len(bounds)) - 1] if index > 0 and bounds else None
+        upper = bounds[index] if index < len(bounds) else None
         if lower is not None and lower >= cap:  # every observation in (lower, upper] is over
             low += in_bucket
             high += in_bucket
