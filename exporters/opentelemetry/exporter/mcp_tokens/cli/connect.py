@@ -18,10 +18,13 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import signal
 import tempfile
+import threading
 from collections.abc import AsyncIterator, Iterator, Mapping
 from dataclasses import dataclass, field
 from enum import Enum
+from types import FrameType
 from typing import IO, Any, Protocol
 from urllib.parse import urlsplit, urlunsplit
 
@@ -123,7 +126,27 @@ class _Phase(str, Enum):
 def fetch(target: Target, limits: Limits, progress: Progress, call: ToolCall | None = None) -> Snapshot:
     """Connect, hand-shake, list every tool page and make the optional call; raises `CliError`."""
     sdk.require()
-    return anyio.run(_fetch, target, limits, progress, call)
+    with _ctrl_c_interrupts():
+        return anyio.run(_fetch, target, limits, progress, call)
+
+
+@contextlib.contextmanager
+def _ctrl_c_interrupts() -> Iterator[None]:
+    """Ctrl-C raises KeyboardInterrupt wherever the run is. asyncio.run's own handler only
+    cancels the main task, and a cancel scope of anyio's that is being exited at that moment
+    can take that cancellation for its own: the run then goes on until its deadline."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = signal.signal(signal.SIGINT, _raise_keyboard_interrupt)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
+
+
+def _raise_keyboard_interrupt(signum: int, frame: FrameType | None) -> None:
+    raise KeyboardInterrupt
 
 
 class _Session:
