@@ -127,7 +127,8 @@ def build_parser() -> argparse.ArgumentParser:
         choices=[tier.value for tier in RiskTier],
         help="exit 1 when any tool's worst case (or measured call) is at or above this risk tier",
     )
-    options.add_host_cap(profile_command)
+    flag = "flag tools whose worst case (or measured call) exceeds the result cap a host enforces"
+    options.add_host_cap(profile_command, flag)
     profile_command.set_defaults(handler=_run_profile)
 
     lock = commands.add_parser(

@@ -171,14 +171,15 @@ def add_analysis(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def add_host_cap(parser: argparse.ArgumentParser) -> None:
+def add_host_cap(parser: argparse.ArgumentParser, purpose: str, *, zero_turns_off: bool = False) -> None:
+    """`--host-cap TOKENS`: the result cap a host enforces, for `purpose` (the help's start)."""
     parser.add_argument(
         "--host-cap",
-        type=positive(int),
+        type=non_negative(int) if zero_turns_off else positive(int),
         default=DEFAULT_HOST_CAP,
         metavar="TOKENS",
-        help="flag tools whose worst case (or measured call) exceeds the result cap a host enforces "
-        "(default: %(default)s, Claude Code's MAX_MCP_OUTPUT_TOKENS)",
+        help=f"{purpose} (default: %(default)s, Claude Code's MAX_MCP_OUTPUT_TOKENS"
+        + ("; 0: do not count)" if zero_turns_off else ")"),
     )
 
 
@@ -299,14 +300,7 @@ def add_top(parser: argparse.ArgumentParser) -> None:
         metavar="CODE",
         help=f"currency of --price-per-mtok (default: ${CURRENCY}, else USD)",
     )
-    parser.add_argument(
-        "--host-cap",
-        type=non_negative(int),
-        default=DEFAULT_HOST_CAP,
-        metavar="TOKENS",
-        help="count the responses over the result cap a host enforces (default: %(default)s, "
-        "Claude Code's MAX_MCP_OUTPUT_TOKENS; 0: do not count)",
-    )
+    add_host_cap(parser, "count the responses over the result cap a host enforces", zero_turns_off=True)
 
 
 def _in_range(low: int, high: int) -> Callable[[str], int]:
