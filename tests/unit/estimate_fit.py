@@ -2,6 +2,9 @@
 
     python -m tests.unit.estimate_fit            # print FEATURE_WEIGHTS for engine/estimate.py
     python -m tests.unit.estimate_fit --report   # the error and throughput tables in docs/telemetry.md
+    python -m tests.unit.estimate_fit --encoding claude-4.7 [--report]
+                                                 # the same for a Claude family (needs ctok:
+                                                 # .venv-claude); weights for engine/claude_estimate.py
 
 The fit is ridge least squares on the relative error of every training document, each
 content kind weighted equally, solved in pure Python (about 30 unknowns).
@@ -12,6 +15,7 @@ from __future__ import annotations
 import sys
 import time
 from collections import Counter
+from collections.abc import Callable
 from typing import Any
 
 from opentelemetry.instrumentation.mcp_tokens.engine import estimate
@@ -112,16 +116,23 @@ def _solve(matrix: list[list[float]], rhs: list[float]) -> list[float]:
     return solution
 
 
-def error_report(documents: dict[str, list[str]], encoding: Any) -> list[str]:
-    """Markdown rows: per kind, the estimate's aggregate and per-document signed error."""
+def error_report(
+    documents: dict[str, list[str]],
+    encoding: Any,
+    count: Callable[[str], int] | None = None,
+    estimator: Callable[[str], int] = estimate.estimate_tokens,
+) -> list[str]:
+    """Markdown rows: per kind, the estimate's aggregate and per-document signed error
+    (exact counts from `count`, default the o200k `encoding`)."""
+    exact_count = count or (lambda text: len(encoding.encode_ordinary(text)))
     rows = [
         "| Content type | Documents | Exact tokens | Aggregate error | 90% of documents within | Worst |",
         "|---|---|---|---|---|---|",
     ]
     totals = [0, 0]
     for kind, docs in documents.items():
-        exact = [len(encoding.encode_ordinary(d)) for d in docs]
-        estimated = [estimate.estimate_tokens(d) for d in docs]
+        exact = [exact_count(d) for d in docs]
+        estimated = [estimator(d) for d in docs]
         errors = [100 * (e - x) / x for e, x in zip(estimated, exact, strict=True)]
         p90 = sorted(abs(e) for e in errors)[int(0.9 * (len(errors) - 1))]
         worst = max(errors, key=abs)
@@ -158,15 +169,36 @@ def throughput_report(documents: dict[str, list[str]]) -> list[str]:
     return rows
 
 
+def _exact_counter(name: str) -> Callable[[str], int]:
+    if name.startswith("claude"):
+        from opentelemetry.instrumentation.mcp_tokens.engine.claude import load_claude  # noqa: PLC0415
+
+        return load_claude(name).count
+    encoding = load_bundled_encoding(name)
+    return lambda text: len(encoding.encode_ordinary(text))
+
+
+def _estimator(name: str) -> Callable[[str], int]:
+    if name.startswith("claude"):
+        from opentelemetry.instrumentation.mcp_tokens.engine.claude_estimate import (  # noqa: PLC0415
+            claude_estimate,
+        )
+
+        return claude_estimate(name).count
+    return estimate.estimate_tokens
+
+
 if __name__ == "__main__":
-    encoding = load_bundled_encoding("o200k_base")
+    name = sys.argv[sys.argv.index("--encoding") + 1] if "--encoding" in sys.argv else "o200k_base"
+    exact_count = _exact_counter(name)
     if "--report" in sys.argv:
         validation = corpus(VALIDATION)
-        print("\n".join(error_report(validation, encoding)))
-        print()
-        print("\n".join(throughput_report(validation)))
+        print("\n".join(error_report(validation, None, exact_count, _estimator(name))))
+        if name == "o200k_base":
+            print()
+            print("\n".join(throughput_report(validation)))
     else:
         training = corpus(TRAIN, per_kind=80)
-        exact = {kind: [len(encoding.encode_ordinary(d)) for d in docs] for kind, docs in training.items()}
-        for name, weight in fit_weights(training, exact).items():
-            print(f'    "{name}": {weight:.3f},')
+        exact = {kind: [exact_count(d) for d in docs] for kind, docs in training.items()}
+        for feature, weight in fit_weights(training, exact).items():
+            print(f'    "{feature}": {weight:.3f},')

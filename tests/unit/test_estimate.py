@@ -173,13 +173,13 @@ def test_large_input_is_estimated_from_bounded_samples(
     text = "".join(parts)
     assert len(text) > estimate.FULL_SCAN_CHARS
     scanned: list[int] = []
-    full_scan = estimate._raw_estimate
+    full_scan = estimate.FeatureEstimate._raw
 
-    def recording(window: str) -> float:
+    def recording(self: estimate.FeatureEstimate, window: str) -> float:
         scanned.append(len(window))
-        return full_scan(window)
+        return full_scan(self, window)
 
-    monkeypatch.setattr(estimate, "_raw_estimate", recording)
+    monkeypatch.setattr(estimate.FeatureEstimate, "_raw", recording)
     sampled = estimate_tokens(text)
     assert len(scanned) == estimate.SAMPLE_WINDOWS
     assert sum(scanned) <= estimate.FULL_SCAN_CHARS

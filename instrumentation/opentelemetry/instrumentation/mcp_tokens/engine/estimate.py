@@ -129,7 +129,7 @@ _WINDOW_CHARS = FULL_SCAN_CHARS // SAMPLE_WINDOWS
 # Pair weights are stored as bytes in 1/_SCALE token steps, so that one bytes.translate
 # turns pair codes into weights; the largest storable weight is 255 / _SCALE, ~2 tokens.
 # A byte sum is then zlib.adler32's low half (1 + sum of bytes, mod 65521), taken over
-# chunks small enough never to wrap (`_SUM_CHUNK`, below).
+# chunks small enough never to wrap (`FeatureEstimate._sum_chunk`).
 _SCALE = 128
 
 
@@ -199,10 +199,6 @@ def _pair_weight_bytes(table: list[float]) -> tuple[bytes, float]:
     return stored, offset
 
 
-_PAIR_WEIGHT_BYTES, _OFFSET = _pair_weight_bytes(pair_weights())
-_SUM_CHUNK = 65520 // max(1, *_PAIR_WEIGHT_BYTES)  # the largest chunk whose sum stays below 65521
-
-
 def pair_codes(text: str) -> bytes:
     """One byte per character, `16 * its class + the previous character's class`.
 
@@ -217,33 +213,53 @@ def pair_codes(text: str) -> bytes:
     return packed.to_bytes(len(classes) + 1, "little")[:-1]
 
 
-def _byte_sum(data: bytes) -> int:
+def _byte_sum(data: bytes, chunk: int) -> int:
+    """Sum of `data`'s bytes; `chunk` is the largest length whose sum stays below 65521."""
     view = memoryview(data)
     adler = zlib.adler32
-    chunks = range(0, len(data), _SUM_CHUNK)
-    return sum([adler(view[start : start + _SUM_CHUNK]) & 0xFFFF for start in chunks]) - len(chunks)
+    chunks = range(0, len(data), chunk)
+    return sum([adler(view[start : start + chunk]) & 0xFFFF for start in chunks]) - len(chunks)
 
 
-def _raw_estimate(text: str) -> float:
-    codes = pair_codes(text)
-    return _byte_sum(codes.translate(_PAIR_WEIGHT_BYTES)) / _SCALE - _OFFSET * len(codes)
+class FeatureEstimate:
+    """The estimate with one set of feature weights (o200k's by default, see `FEATURE_WEIGHTS`;
+    other tokenizers' fitted weights live beside their tokenizers)."""
+
+    def __init__(self, weights: dict[str, float] | None = None) -> None:
+        self._pair_bytes, self._offset = _pair_weight_bytes(pair_weights(weights))
+        self._sum_chunk = 65520 // max(1, *self._pair_bytes)
+
+    def tokens(self, text: str) -> int:
+        """Estimated tokens in `text`: 0 for "", else at least 1. Never raises."""
+        if not text:
+            return 0
+        estimate = self._raw(text) if len(text) <= FULL_SCAN_CHARS else self._sampled(text)
+        return max(1, round(estimate))
+
+    def _raw(self, text: str) -> float:
+        codes = pair_codes(text)
+        weights = _byte_sum(codes.translate(self._pair_bytes), self._sum_chunk)
+        return weights / _SCALE - self._offset * len(codes)
+
+    def _sampled(self, text: str) -> float:
+        # Evenly spaced windows see every region of a heterogeneous payload (a base64 blob in
+        # the middle of JSON, say) in proportion to its size.
+        stride = len(text) // SAMPLE_WINDOWS
+        windows = [text[i * stride : i * stride + _WINDOW_CHARS] for i in range(SAMPLE_WINDOWS)]
+        sampled = sum(len(w) for w in windows)
+        return sum(self._raw(w) for w in windows) * len(text) / sampled
 
 
-def _sampled_estimate(text: str) -> float:
-    # Evenly spaced windows see every region of a heterogeneous payload (a base64 blob in
-    # the middle of JSON, say) in proportion to its size.
-    stride = len(text) // SAMPLE_WINDOWS
-    windows = [text[i * stride : i * stride + _WINDOW_CHARS] for i in range(SAMPLE_WINDOWS)]
-    sampled = sum(len(w) for w in windows)
-    return sum(_raw_estimate(w) for w in windows) * len(text) / sampled
+_DEFAULT = FeatureEstimate()
 
 
 def estimate_tokens(text: str) -> int:
     """Estimated o200k_base tokens in `text`: 0 for "", else at least 1. Never raises."""
-    if not text:
-        return 0
-    estimate = _raw_estimate(text) if len(text) <= FULL_SCAN_CHARS else _sampled_estimate(text)
-    return max(1, round(estimate))
+    return _DEFAULT.tokens(text)
+
+
+class EstimateInstead(Exception):
+    """An exact tokenizer gave up on a text (past its work budget): estimate it instead."""
 
 
 class EstimateTokenizer:

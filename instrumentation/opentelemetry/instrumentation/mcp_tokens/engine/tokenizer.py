@@ -4,9 +4,11 @@
   `engine/data/`, checked against the sha256 tiktoken publishes for them. It never calls
   `tiktoken.get_encoding`, so nothing is downloaded and no cache is written.
 - `load_tokenizer` turns a `TokenizerSpec` into a `Tokenizer`: a bundled encoding, a
-  tiktoken BPE file with a known family's pattern, or a HuggingFace `tokenizer.json`.
-  When none can load it logs one warning and returns the content-aware estimate
-  (`name == "estimate"`, `exact == False`).
+  Claude encoding (`claude`, `claude-<version>`: claude.py), a tiktoken BPE file with a
+  known family's pattern, or a HuggingFace `tokenizer.json`. When none can load it logs
+  one warning and returns the content-aware estimate (`name == "estimate"`, `exact ==
+  False`); a Claude encoding falls back to the estimate calibrated on Claude's counts
+  (its own name, `exact == False`).
 - `TokenizerLoader` does that on a daemon thread, so callers can ask without blocking.
 - `TokenCounter` is what the engine counts with: a cache for recurring strings, a size
   cap past which it estimates, exact chunks for long texts, and no exception ever.
@@ -30,13 +32,18 @@ from typing import TYPE_CHECKING, Any, NoReturn, Protocol, runtime_checkable
 
 from .cache import CacheInfo, CountCache
 from .chunking import compile_cut_patterns, count_in_chunks, default_threads, utf8_size_exceeds
-from .estimate import EstimateTokenizer, estimate_tokens
+from .claude import ClaudeUnavailable, load_claude
+from .claude_estimate import claude_estimate
+from .claude_names import is_claude
+from .estimate import EstimateInstead, EstimateTokenizer, estimate_tokens
 
 if TYPE_CHECKING:
     import tiktoken
 
 __all__ = [
     "CacheInfo",
+    "ClaudeUnavailable",
+    "CuttingTokenizer",
     "TokenCount",
     "TokenCounter",
     "Tokenizer",
@@ -148,12 +155,30 @@ class TokenizerLoadError(Exception):
 
 @runtime_checkable
 class Tokenizer(Protocol):
-    """Counts the tokens of one string; `count` never raises for any str."""
+    """Counts the tokens of one string; `count` never raises for any str (an exact
+    tokenizer may raise `estimate.EstimateInstead` to hand a text to the estimate)."""
 
     name: str
     exact: bool
 
     def count(self, text: str) -> int: ...
+
+
+@runtime_checkable
+class CuttingTokenizer(Tokenizer, Protocol):
+    """A tokenizer the guard can cut with (tiktoken encodings, Claude's).
+
+    `max_token_bytes`: every token spans between one and this many UTF-8 bytes of the
+    text, or None when no such bound holds (Claude's markers cost tokens without bytes).
+    `prefix(text, budget, count)`: (characters, tokens) of a prefix of `text` that counts
+    at most `budget` tokens on its own by `count` (the caller's exact count), as long as
+    the tokenizer can find.
+    """
+
+    @property
+    def max_token_bytes(self) -> int | None: ...
+
+    def prefix(self, text: str, budget: int, count: Callable[[str], int]) -> tuple[int, int]: ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -166,7 +191,8 @@ class TokenCount:
 class TokenizerSpec:
     """Which tokenizer to load.
 
-    `encoding`: "o200k_base" or "cl100k_base" (bundled), or the name to report for `path`.
+    `encoding`: "o200k_base" or "cl100k_base" (bundled), `claude` / `claude-<version>`
+    (claude.py), or the name to report for `path`.
     `path`: a tiktoken BPE file ("<base64> <rank>" lines) or a HuggingFace tokenizer.json,
     optionally gzip-compressed. `pattern`: the family whose pre-tokenizer pattern a BPE
     file uses: "o200k", "cl100k" or "llama3" (recognised from the vocabulary size if unset).
@@ -265,6 +291,7 @@ class TiktokenTokenizer:
         # Whether the patterns' cut points (see chunking.py) hold for this encoding.
         self.chunkable = chunkable
         self._count_native = _buffer_counter(encoding)
+        self._max_token_bytes: int | None = None
 
     def count(self, text: str) -> int:
         if self._count_native is None:
@@ -273,6 +300,38 @@ class TiktokenTokenizer:
             return self._count_native(text)
         except UnicodeEncodeError:
             return self._count_native(replace_surrogates(text))
+
+    @property
+    def max_token_bytes(self) -> int:
+        """The longest token in bytes (128 for o200k_base and cl100k_base); every token is
+        at least one byte."""
+        if self._max_token_bytes is None:
+            self._max_token_bytes = max(map(len, self.encoding.token_byte_values()), default=1)
+        return self._max_token_bytes
+
+    def prefix(self, text: str, budget: int, count: Callable[[str], int]) -> tuple[int, int]:
+        """(characters, tokens) of a prefix of `text` that ends at a token boundary of the
+        text's own tokenization and counts at most `budget` tokens on its own (by `count`).
+
+        Raises UnicodeEncodeError for text with lone surrogates (no boundary to trust)."""
+        if budget <= 0 or not text:
+            return 0, 0
+        # No prefix past this many characters can fit: each token is at most that many bytes.
+        bound = min(len(text), budget * self.max_token_bytes)
+        size = min(bound, first_prefix_chars(budget))
+        while True:
+            tokens: list[int] = self.encoding.encode_ordinary(text[:size])
+            if len(tokens) > budget or size >= bound:
+                break
+            size = min(bound, 2 * size)
+        keep = min(budget, len(tokens))
+        for _ in range(_SHORTEN_ATTEMPTS):
+            chars = _whole_characters(self.encoding.decode_bytes(tokens[:keep]))
+            counted = count(text[:chars])
+            if counted <= budget:
+                return chars, counted
+            keep = max(0, keep - (counted - budget))
+        return _halving_prefix(text[:size], budget, count)
 
 
 def _buffer_counter(encoding: tiktoken.Encoding) -> Callable[[str], int] | None:
@@ -313,6 +372,38 @@ def replace_surrogates(text: str) -> str:
     return text.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
 
 
+# The first prefix a cut tries is this many characters per token of budget (typical text
+# runs 3-5); each next one is twice as long.
+_FIRST_CHARS_PER_TOKEN = 4
+_MIN_PREFIX_CHARS = 4096
+# Attempts at shortening a cut whose own count came out over budget (re-tokenising a
+# prefix can merge differently at its end), before halving the prefix instead.
+_SHORTEN_ATTEMPTS = 8
+
+
+def first_prefix_chars(budget: int) -> int:
+    """How long the first prefix of a text is that a cut or a bounded count looks at."""
+    return max(_MIN_PREFIX_CHARS, budget * _FIRST_CHARS_PER_TOKEN)
+
+
+def _halving_prefix(text: str, budget: int, count: Callable[[str], int]) -> tuple[int, int]:
+    chars = len(text) // 2
+    while chars > 0:
+        counted = count(text[:chars])
+        if counted <= budget:
+            return chars, counted
+        chars //= 2
+    return 0, 0
+
+
+def _whole_characters(data: bytes) -> int:
+    """How many characters the longest whole-UTF-8 prefix of `data` holds."""
+    try:
+        return len(data.decode("utf-8"))
+    except UnicodeDecodeError as exc:
+        return len(data[: exc.start].decode("utf-8", "replace"))
+
+
 class HuggingFaceTokenizer:
     """A `tokenizers.Tokenizer` (tokenizer.json) as a `Tokenizer`."""
 
@@ -342,19 +433,26 @@ def _load(spec: TokenizerSpec) -> tuple[Tokenizer, str | None]:
         raise
     except BaseException as exc:  # pyo3 panics derive from BaseException
         error = f"{type(exc).__name__}: {exc}"
+        claude = spec.path is None and is_claude(spec.encoding)
         _logger.warning(
-            "mcp-tokens cannot load tokenizer %s (%s); token counts are estimates (exact=false)",
+            "mcp-tokens cannot load tokenizer %s (%s); token counts are %s (exact=false)",
             spec.path or spec.encoding,
             error,
+            "the estimate calibrated on Claude's counts" if claude else "estimates",
         )
-        return _estimate_tokenizer(), error
+        return _estimate_tokenizer(spec if claude else None), error
 
 
-def _estimate_tokenizer() -> Tokenizer:
+def _estimate_tokenizer(spec: TokenizerSpec | None = None) -> Tokenizer:
+    if spec is not None and spec.path is None and is_claude(spec.encoding):
+        return claude_estimate(spec.encoding)
     return EstimateTokenizer()
 
 
 def _load_exact(spec: TokenizerSpec) -> Tokenizer:
+    if spec.path is None and is_claude(spec.encoding):
+        tokenizer: Tokenizer = load_claude(spec.encoding)
+        return tokenizer
     if spec.path is None:
         return TiktokenTokenizer(load_bundled_encoding(spec.encoding))
     path = Path(spec.path).expanduser()
@@ -470,7 +568,8 @@ class TokenizerLoader:
             compile_cut_patterns()
         finally:
             if self._tokenizer is None:  # only if _load itself was interrupted
-                self._tokenizer, self._error = _estimate_tokenizer(), "tokenizer loading was interrupted"
+                self._tokenizer = _estimate_tokenizer(self._spec)
+                self._error = "tokenizer loading was interrupted"
             self._loaded_ns = time.time_ns()
             self._loaded.set()
 
@@ -528,6 +627,9 @@ class TokenCounter:
         self._cacheable_chars = min(cacheable_chars, cache_chars) if self._cache.enabled else -1
         self._failed_once = False
         self._pause = pause
+        # The tokenizer's own estimate when it has one (Claude's is calibrated on Claude's
+        # counts), else the o200k-calibrated one.
+        self._estimate: Callable[[str], int] = getattr(tokenizer, "estimate", estimate_tokens)
 
     @property
     def name(self) -> str:
@@ -556,20 +658,28 @@ class TokenCounter:
                 self._cache.put(text, counted)
                 return counted
             return self._count(text)
+        except EstimateInstead:  # the tokenizer's work budget ran out on this text
+            return TokenCount(self._estimated(text), False)
         except (KeyboardInterrupt, SystemExit):
             raise
         except BaseException:  # includes pyo3 panics; hostile input must never escape
             if not self._failed_once:
                 self._failed_once = True
                 _logger.warning("mcp-tokens could not count a text exactly; estimating", exc_info=True)
-            return TokenCount(_estimate_safely(text), False)
+            return TokenCount(self._estimated(text), False)
 
     def cache_info(self) -> CacheInfo:
         return self._cache.info()
 
+    def _estimated(self, text: str) -> int:
+        try:
+            return self._estimate(text)
+        except Exception:  # the estimate is the last resort; fall back to the plain one
+            return _estimate_safely(text)
+
     def _count(self, text: str) -> TokenCount:
         if utf8_size_exceeds(text, self._max_bytes):
-            return TokenCount(_estimate_safely(text), False)
+            return TokenCount(self._estimated(text), False)
         chunk_chars = self._chunk_chars if text.isascii() else self._non_ascii_chunk_chars
         if self._chunkable and len(text) > chunk_chars:
             tokens = count_in_chunks(self._tokenizer.count, text, chunk_chars, self._threads, self._pause)

@@ -1,0 +1,364 @@
+"""Exact Claude token counts (ctok's reconstruction), at tiktoken-like speed.
+
+`ClaudeTokenizer.count(text)` equals `len(ctok.tokenize(text, version))` minus the
+family's message frame: the content tokens of `text` sent as one message. It gets there
+by caching what repeats in real payloads instead of redoing ctok's per-character Python:
+
+1. The text is normalised as ctok does (NFC, controls, quote folding), with a fast path
+   for ASCII, and cut by `\\S+\\s*` into tokens: a whitespace-free run and the whitespace
+   after it. ctok's stream decorates a run by its own characters and the whitespace next
+   to it only (`claude_stream`), and no piece crosses whitespace, so a token's tokens are a
+   function of the token alone, up to three things its neighbours decide:
+   - after one space, a run that opens with [case]⟨bow⟩ absorbs the space (the seam) when
+     the run before ends with ⟨eow⟩: `seam_end` (this token) and `bow_start` (the next);
+   - a run that opens with punctuation (or a symbol, a non-ASCII digit) takes ⟨bow⟩ only
+     after a space: `delta` is what its count moves by after other whitespace.
+   Each token's four numbers are computed once and kept; a count is then a few C-level
+   passes (`sum(map(...))`) over the tokens, plus those corrections between neighbours.
+2. A token seen for the first time is cut at letter/punctuation and digit boundaries into
+   parts (`CharTables.split`) whose streams and tilings are independent; each part is
+   decorated (`Decorator`) and tiled (`Tiler`) once, with only the context it depends on.
+3. The first token carries the message head (a leading space, the frame's ⟨bow⟩) and
+   trailing newlines the frame tail; both are counted by ctok's rules directly.
+
+Memory is bounded: every cache has an entry limit and keeps nothing over 256 characters;
+texts are counted in chunks of `chunk_chars` cut at whitespace. Work is bounded too: text
+that the caches cannot help with (base64, random identifiers) costs ctok's own speed per
+new part, so past `miss_budget` new parts (plus one per `miss_chars` characters) a count
+gives up with `EstimateInstead` and is the calibrated estimate, flagged inexact. Importing this module
+imports ctok (Python >= 3.12); use `engine.claude.load_claude` rather than this module.
+"""
+
+from __future__ import annotations
+
+import importlib
+import re
+import threading
+from collections.abc import Callable, Iterator
+from itertools import islice, repeat
+from operator import and_, mul, rshift
+from typing import Any
+
+from ctok.constants import BOW_G, CAPS_G, EOW_G, LITERAL_MARKER_ESCAPE_TABLE, SHIFT_G
+
+from .claude_estimate import ClaudeEstimateTokenizer
+from .claude_stream import CharTables, Decorator
+from .claude_tiling import CACHEABLE_CHARS, Memo, Tiler
+from .estimate import EstimateInstead
+from .prefix import search_prefix
+
+ctok_main: Any = importlib.import_module("ctok.main")
+ctok_normalize: Any = importlib.import_module("ctok.normalize")
+
+_TOKENS = re.compile(r"\S+\s*")
+_CHUNK_CUT = re.compile(r"\s(?=\S)")
+_ASCII_CONTROLS = bytes(range(0x09)) + bytes(range(0x0B, 0x20)) + b"\x7f"
+_LITERAL_MARKERS = tuple(map(chr, LITERAL_MARKER_ESCAPE_TABLE))
+# Every ASCII digit string of up to three digits is a piece, and no piece mixes ASCII
+# digits with anything else (checked at load): digits can then be folded to "0" without
+# changing a count, so numbers, IDs and timestamps share cache entries.
+_DIGIT_FOLD = bytes.maketrans(b"123456789", b"000000000")
+_CASE = SHIFT_G + CAPS_G
+_BOW_START_BIT = 40
+_SEAM_END_BIT = 41
+_COST_MASK = (1 << _BOW_START_BIT) - 1
+
+_tables: list[CharTables] = []
+_tables_lock = threading.Lock()
+
+
+def char_tables() -> CharTables:
+    """The per-character tables, built once per process (all families share them)."""
+    with _tables_lock:
+        if not _tables:
+            _tables.append(CharTables())
+        return _tables[0]
+
+
+class ClaudeTokenizer:
+    """Content tokens of one ctok family (`version`: "3.0", "4.7", ...), exact and fast.
+
+    `count` never raises for a str. The caches hold at most `cache_entries` entries each.
+    """
+
+    exact = True
+    chunkable = False  # counts its own chunks (see `count`)
+    max_token_bytes: int | None = None  # markers cost tokens without bytes: no bytes bound
+
+    def __init__(
+        self,
+        name: str,
+        version: str,
+        *,
+        cache_entries: int = 100_000,
+        chunk_chars: int = 1 << 18,
+        miss_budget: int = 8_000,
+        miss_chars: int = 100,
+    ) -> None:
+        family = ctok_main._family(version)
+        self.name = name
+        self.version = version
+        self.family = family
+        self._model = ctok_main._model(family)
+        # The parsed vocabulary document is ctok's own cache; the model keeps what counting needs.
+        ctok_main._document.cache_clear()
+        self._tables = char_tables()
+        self._decorator = Decorator(self._model, self._tables)
+        self._tiler = Tiler(self._model)
+        self._fold_digits = _digits_fold_exactly(self._model.vocab)
+        self._cache_entries = cache_entries
+        self._chunk_chars = chunk_chars
+        # Per token: seam_end << 41 | bow_start << 40 | cost, packed so that one lookup per
+        # token feeds both the sum (costs stay far below 2**40) and the seams.
+        self._packed: dict[str, int] = {}
+        self._delta: dict[str, int] = {}
+        self._parts: dict[tuple[str, str, str], tuple[int, bool, bool]] = {}
+        self._spaces: dict[str, int] = {}
+        # Parts between two others depend on nothing around them: their costs alone.
+        self._inner = Memo(lambda part: self._part("", part, "")[0], cache_entries)
+        self._miss_budget = miss_budget
+        self._miss_chars = miss_chars
+        self._misses_left = 0
+        self._lock = threading.Lock()  # the caches are shared state
+        self._estimate = ClaudeEstimateTokenizer(name, family)
+        self.message_overhead = int(self._model.message_overhead)
+        # A token spans at most this many characters of text: its piece plus a seam space.
+        self.max_token_chars = self._tiler.max_len + 1
+
+    # --- the count ---------------------------------------------------------------------
+    def count(self, text: str) -> int:
+        """Content tokens of `text` as one user message (0 for ""); raises EstimateInstead
+        when counting it would take more than the work budget."""
+        if not text:
+            return 0
+        with self._lock:
+            self._misses_left = self._miss_budget + len(text) // self._miss_chars
+            return self._count(text)
+
+    def estimate(self, text: str) -> int:
+        """The calibrated estimate of `text` (what a caller uses after EstimateInstead)."""
+        return self._estimate.count(text)
+
+    def prefix(self, text: str, budget: int, count: Callable[[str], int]) -> tuple[int, int]:
+        """(characters, tokens) of a long prefix of `text` that counts at most `budget` on
+        its own, by `count` (the caller's exact count; see `prefix.search_prefix`)."""
+        return search_prefix(text, budget, count)
+
+    def _count(self, text: str) -> int:
+        norm = self.normalise(text)
+        body = norm.rstrip("\n")
+        total = self._tiler.frame_tail(len(norm) - len(body))
+        if any(marker in body for marker in _LITERAL_MARKERS):
+            body = body.translate(LITERAL_MARKER_ESCAPE_TABLE)
+        stripped = body.lstrip()
+        lead = body[: len(body) - len(stripped)]
+        if self._fold_digits:
+            stripped = _fold_digits(stripped)
+        previous: str | None = None
+        for chunk in self._chunks(stripped):
+            tokens = _TOKENS.findall(chunk)
+            if previous is None:
+                total += self._head(text.startswith(" "), lead, tokens[0] if tokens else "")
+                total += self._sum(tokens, skip_first=True)
+            else:
+                total += self._sum([previous, *tokens], skip_first=True)
+            if tokens:
+                previous = tokens[-1]
+        return total
+
+    def normalise(self, text: str) -> str:
+        """ctok's normalisation (its `nfc`): ASCII text without control characters is
+        already normal, which saves four passes over most payloads."""
+        if text.isascii():
+            raw = text.encode("ascii")
+            if len(raw.translate(None, _ASCII_CONTROLS)) == len(raw):
+                return text
+        normalised: str = ctok_normalize.nfc(text, fold_quotes=self._model.fold_quotes)
+        return normalised
+
+    def min_tokens(self, text: str) -> int:
+        """A lower bound of `count(text)` that costs one pass: each token spans at most
+        `max_token_chars` characters of the normalised text, trailing newlines aside."""
+        body = self.normalise(text).rstrip("\n")
+        # One leading space may be the frame's, and cost nothing.
+        return max(0, len(body) - 1) // self.max_token_chars
+
+    def _chunks(self, text: str) -> Iterator[str]:
+        """`text` in pieces of about `chunk_chars`, cut where whitespace meets a word, so no
+        token spans two pieces and the lists of tokens stay bounded."""
+        start = 0
+        size = self._chunk_chars
+        while len(text) - start > size:
+            cut = _CHUNK_CUT.search(text, start + size)
+            if cut is None:
+                break
+            yield text[start : cut.end()]
+            start = cut.end()
+        yield text[start:]
+
+    def _sum(self, tokens: list[str], *, skip_first: bool) -> int:
+        """Tokens of `tokens` in a row, the first one's own cost left out when `skip_first`
+        (it is the message head, or was counted with the previous chunk)."""
+        if not tokens:
+            return 0
+        packed = self._packed
+        unkept: list[str] = []
+        try:
+            try:
+                values = list(map(packed.__getitem__, tokens))
+            except KeyError:
+                unkept = self._learn_missing(tokens)
+                values = list(map(packed.__getitem__, tokens))
+            total = sum(values) & _COST_MASK
+            if skip_first:
+                total -= values[0] & _COST_MASK
+            if len(values) > 1:
+                # A seam: this token ends in a single space after ⟨eow⟩ and the next opens
+                # with [case]⟨bow⟩; the space was counted but costs nothing.
+                ends = map(rshift, values, repeat(_SEAM_END_BIT))
+                starts = map(rshift, islice(values, 1, None), repeat(_BOW_START_BIT))
+                total -= sum(map(and_, ends, starts))
+                total += self._delta_after_other_whitespace(tokens)
+            return total
+        finally:
+            for token in unkept:  # too long to keep: counted, then forgotten
+                packed.pop(token, None)
+                self._delta.pop(token, None)
+
+    def _delta_after_other_whitespace(self, tokens: list[str]) -> int:
+        delta = self._delta
+        if delta.keys().isdisjoint(tokens):
+            return 0
+        deltas: list[int] = list(map(delta.get, tokens, repeat(0)))[1:]
+        after_space = map(str.endswith, tokens, repeat(" "))
+        correction: int = sum(deltas) - sum(map(mul, after_space, deltas))
+        return correction
+
+    def _learn_missing(self, tokens: list[str]) -> list[str]:
+        """Learn the tokens not seen before; returns those too long to keep. On a budget
+        overrun (EstimateInstead) the long ones learned so far are forgotten first."""
+        missing = set(tokens).difference(self._packed)
+        if len(self._packed) + len(missing) > self._cache_entries:
+            self._clear_tokens()
+            missing = set(tokens)
+        unkept: list[str] = []
+        try:
+            for token in missing:
+                if len(token) > CACHEABLE_CHARS:
+                    unkept.append(token)
+                self._learn(token)
+        except EstimateInstead:
+            for token in unkept:
+                self._packed.pop(token, None)
+                self._delta.pop(token, None)
+            raise
+        return unkept
+
+    def _clear_tokens(self) -> None:
+        self._packed.clear()
+        self._delta.clear()
+
+    # --- one token, through its parts --------------------------------------------------
+    def _learn(self, token: str) -> None:
+        run = token.rstrip()
+        space = token[len(run) :]
+        tables = self._tables
+        left_sensitive = tables.sensitive(run[0])
+        right = ""
+        if tables.sensitive(run[-1]):
+            right = " " if space[:1] == " " and space[1:2] != " " else "\n"
+        parts = tables.split(run)
+        first, last = parts[0], parts[-1]
+        if len(parts) == 1:
+            cost, opens_bow, ends_eow = self._part(" " if left_sensitive else "", run, right)
+            other = self._part("\n", run, right)[0] if left_sensitive else cost
+        else:
+            head, opens_bow, _ = self._part(" " if left_sensitive else "", first, "")
+            other_head = self._part("\n", first, "")[0] if left_sensitive else head
+            tail, _, ends_eow = self._part("", last, right)
+            middle = sum(map(self._inner.__getitem__, parts[1:-1]))
+            cost = head + middle + tail
+            other = other_head + middle + tail
+        if other != cost:
+            self._delta[token] = other - cost
+        cost += self._space(space) if space else 0
+        seam_end = space == " " and ends_eow
+        self._packed[token] = seam_end << _SEAM_END_BIT | opens_bow << _BOW_START_BIT | cost
+
+    def _space(self, space: str) -> int:
+        hit = self._spaces.get(space)
+        if hit is None:
+            hit = self._tiler.tile(space)
+            if len(space) <= CACHEABLE_CHARS and len(self._spaces) < self._cache_entries:
+                self._spaces[space] = hit
+        return hit
+
+    def _part(self, left: str, core: str, right: str) -> tuple[int, bool, bool]:
+        """(tokens, opens with [case]⟨bow⟩, ends with ⟨eow⟩) of `core` between `left` and
+        `right`: " " a single space, "\\n" other whitespace, "" a word-like neighbour."""
+        key = (left, core, right)
+        hit = self._parts.get(key)
+        if hit is not None:
+            return hit
+        self._misses_left -= 1
+        if self._misses_left < 0:
+            raise EstimateInstead(f"{self.name}: more new text than the work budget")
+        if not left and not right and self._fold_digits and core.isdigit() and core.isascii():
+            hit = (-(-len(core) // 3), False, False)  # every 1-3 digit string is one piece
+        else:
+            _, out = self._decorator.decorate(left + core + right, head=False)
+            if right:
+                out.pop()
+            if left:
+                del out[0]
+            stream = "".join(out)
+            hit = (self._tiler.tile(stream), stream.lstrip(_CASE).startswith(BOW_G), stream.endswith(EOW_G))
+        if len(core) <= CACHEABLE_CHARS:
+            if len(self._parts) >= self._cache_entries:
+                self._parts.clear()
+            self._parts[key] = hit
+        return hit
+
+    def _head(self, raw_head_space: bool, lead: str, token: str) -> int:
+        """The first token with the whitespace before it, as the message frame reads them."""
+        run = token.rstrip()
+        space = token[len(run) :]
+        parts = self._tables.split(run) if run else [run]
+        right = ""
+        if run and self._tables.sensitive(run[-1]):
+            right = " " if space[:1] == " " and space[1:2] != " " else "\n"
+        first_right = right if len(parts) == 1 else ""
+        prefix, out = self._decorator.decorate(
+            lead + parts[0] + first_right, head=True, raw_head_space=raw_head_space
+        )
+        if first_right:
+            out.pop()
+        total = self._tiler.tile(prefix + "".join(out))
+        if len(parts) > 1:
+            total += sum(map(self._inner.__getitem__, parts[1:-1]))
+            total += self._part("", parts[-1], right)[0]
+        return total + (self._space(space) if space else 0)
+
+
+def _fold_digits(text: str) -> str:
+    # UTF-8 never holds an ASCII digit byte inside a multi-byte character, so folding the
+    # bytes is folding the digits, at C speed whatever the script.
+    return text.encode("utf-8", "surrogatepass").translate(_DIGIT_FOLD).decode("utf-8", "surrogatepass")
+
+
+def _digits_fold_exactly(vocab: Any) -> bool:
+    """Whether any ASCII digit string of a given length costs the same: all of up to three
+    digits are pieces, and no other piece holds an ASCII digit."""
+    every_short = all(f"{n:0{width}d}" in vocab for width in (1, 2, 3) for n in range(10**width))
+    pure = all(
+        piece.isascii() and piece.isdigit() and len(piece) <= 3
+        for piece in vocab
+        if any("0" <= ch <= "9" for ch in piece)
+    )
+    return every_short and pure
+
+
+def content_count(text: str, version: str) -> int:
+    """ctok's own count of `text` without the message frame (the reference, slow)."""
+    tokens: list[str] = ctok_main.tokenize(text, version)
+    return len(tokens) - int(ctok_main._model(ctok_main._family(version)).message_overhead)
