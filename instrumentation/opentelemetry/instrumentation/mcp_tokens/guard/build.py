@@ -28,7 +28,7 @@ def build_guard(settings: Settings, meter: Meter, labels: ServerLabels) -> Guard
         wait_s=TOKENIZER_WAIT_S,
     )
 
-    off_path = Results(tokenizer.measure, settings.image_model)
+    off_path = Results(tokenizer.measure, settings.image_model, tokenizer.size_bound)
 
     def count_exactly(assessment: Assessment) -> int:
         return off_path.exact_tokens(assessment)

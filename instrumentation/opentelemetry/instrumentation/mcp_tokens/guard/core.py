@@ -106,7 +106,7 @@ class Guard:
             if policy.repeats_apply
             else None
         )
-        self._results = Results(tokenizer.measure, settings.image_model)
+        self._results = Results(tokenizer.measure, settings.image_model, tokenizer.size_bound)
 
     @property
     def policy(self) -> Policy:

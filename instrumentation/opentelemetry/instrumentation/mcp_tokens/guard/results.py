@@ -76,9 +76,17 @@ class Results:
     size alone never waits for the tokenizer.
     """
 
-    def __init__(self, measure: Callable[[], Measure], image_model: ImageModel) -> None:
+    def __init__(
+        self,
+        measure: Callable[[], Measure],
+        image_model: ImageModel,
+        size_bound: Callable[[str, int], int] | None = None,
+    ) -> None:
         self._get_measure = measure
         self._image_model = image_model
+        # An upper bound of a text's tokens from its size alone (default: its UTF-8 size,
+        # which holds for tiktoken encodings; Claude's is 8 per character plus 2).
+        self._text_bound = size_bound or _utf8_size_upto
 
     @property
     def _measure(self) -> Measure:
@@ -200,14 +208,14 @@ class Results:
         return [*assessment.entries, *structured]
 
     def _size_bound(self, entries: list[Entry], limit: int) -> int:
-        """An upper bound of the entries' tokens, from sizes alone (a token is >= 1 byte)."""
+        """An upper bound of the entries' tokens, from sizes alone."""
         bound = 0
         for entry in entries:
             if entry.is_media:
                 entry.tokens = self._media_tokens(entry.block)
                 bound += entry.tokens
             else:
-                bound += _utf8_size_upto(entry.block.text, limit - bound)
+                bound += self._text_bound(entry.block.text, limit - bound)
             if bound > limit:
                 break
         return bound

@@ -3,50 +3,50 @@
 The analysis counts in its helper process, after the response; the guard must decide on
 the response path, so it keeps a tokenizer of its own (`TokenizerLoader`, started on a
 daemon thread when the patches are installed with a guard on) and counts only what deciding and
-cutting need:
+cutting need. `Measure` works with any `CuttingTokenizer` (engine/tokenizer.py): tiktoken
+encodings and Claude's.
 
-- a text whose UTF-8 size is at most the budget fits (every token is at least one byte);
-- a text longer than the budget times the encoding's longest token (in bytes; 128 for
-  o200k_base and cl100k_base) cannot fit;
+With a tiktoken encoding every token is at least one byte and at most its longest token
+(128 bytes for o200k_base and cl100k_base), so:
+
+- a text whose UTF-8 size is at most the budget fits;
+- a text longer than the budget times the longest token cannot fit;
 - otherwise the text is counted in growing prefixes that end at exact cut points
   (engine/chunking.py: the count of a prefix ending there is a lower bound of the whole
   text's), stopping as soon as one exceeds the budget.
 
-A cut is made at a token boundary of the text's own tokenization, at a character (never
-inside a UTF-8 sequence), and the prefix is then counted on its own: that count, not the
-position, is what the delivered result is held to.
+Claude's tokens have no such bound (its word markers cost tokens without bytes), so a
+text is counted whole, after a one-pass lower bound (`min_tokens`) rules out the hopeless.
 
-Only tiktoken encodings are supported (bundled or a BPE file): their longest token bounds
-every count from below. Anything else makes the guard fail open (`no_exact_tokenizer`).
+A cut is made where the tokenizer says (a token boundary of the text's own tokenization
+for tiktoken; a searched prefix for Claude), at a character, and the prefix is then counted
+on its own: that count, not the position, is what the delivered result is held to.
+
+Tokenizers that cannot cut (a HuggingFace tokenizer.json) or are not exact make the guard
+fail open (`no_exact_tokenizer`).
 """
 
 from __future__ import annotations
 
 import logging
 import threading
-from typing import Any
+from collections.abc import Callable
 
 from opentelemetry.instrumentation.mcp_tokens.engine.chunking import next_cut
+from opentelemetry.instrumentation.mcp_tokens.engine.claude_names import is_claude, max_tokens
 from opentelemetry.instrumentation.mcp_tokens.engine.tokenizer import (
-    TiktokenTokenizer,
+    CuttingTokenizer,
     TokenCounter,
     TokenizerLoader,
     TokenizerSpec,
+    first_prefix_chars,
 )
 
 _logger = logging.getLogger(__name__)
 
-# The first prefix counted is this many characters per token of budget (typical text runs
-# 3-5); each next one is twice as long.
-_FIRST_CHARS_PER_TOKEN = 4
-_MIN_PREFIX_CHARS = 4096
-# Attempts at shortening a cut whose own count came out over budget (re-tokenising a
-# prefix can merge differently at its end), before halving the prefix instead.
-_SHORTEN_ATTEMPTS = 8
-
 
 class TokenizerUnavailable(Exception):
-    """No exact tiktoken tokenizer is ready: the guard delivers results unchanged."""
+    """No exact tokenizer the guard can cut with is ready: results are delivered unchanged."""
 
 
 class InexactCount(Exception):
@@ -67,6 +67,15 @@ class GuardTokenizer:
     def start(self) -> None:
         self._loader.start()
 
+    @property
+    def size_bound(self) -> Callable[[str, int], int] | None:
+        """`bound(text, limit)`: an upper bound of the tokens of `text` from its size alone,
+        known before the tokenizer loads; None for the default (its UTF-8 size)."""
+        spec = self._loader.spec
+        if spec.path is None and is_claude(spec.encoding):
+            return _claude_bound
+        return None
+
     def wait(self, timeout: float | None = None) -> bool:
         """Wait until the tokenizer has loaded (tests, benchmarks); whether it has."""
         return self._loader.wait(timeout)
@@ -83,30 +92,39 @@ class GuardTokenizer:
                 self._measure = _measure_of(self._loader, self._max_bytes)
                 self._failed = self._measure is None
         if self._measure is None:
-            raise TokenizerUnavailable("no exact tiktoken tokenizer could load")
+            raise TokenizerUnavailable("no exact tokenizer the guard can cut with could load")
         return self._measure
+
+
+def _claude_bound(text: str, limit: int) -> int:
+    return max_tokens(text)
 
 
 def _measure_of(loader: TokenizerLoader, max_bytes: int) -> Measure | None:
     tokenizer = loader.tokenizer()
-    if not isinstance(tokenizer, TiktokenTokenizer):
+    if not tokenizer.exact or not isinstance(tokenizer, CuttingTokenizer):
         _logger.warning(
-            "mcp-tokens: the guard needs a tiktoken tokenizer (bundled or a BPE file), not %s; "
-            "results are delivered unguarded",
+            "mcp-tokens: the guard needs an exact tokenizer it can cut with (a tiktoken encoding or "
+            "a Claude one with ctok), not %s; results are delivered unguarded",
             tokenizer.name,
         )
         return None
-    counter = TokenCounter(tokenizer, max_bytes=max_bytes, threads=1, cache_entries=256)
-    return Measure(counter, tokenizer.encoding, max(map(len, tokenizer.encoding.token_byte_values())))
+    return Measure(TokenCounter(tokenizer, max_bytes=max_bytes, threads=1, cache_entries=256))
 
 
 class Measure:
-    """Exact counts (never estimates: those raise `InexactCount`) and cuts of texts."""
+    """Exact counts (never estimates: those raise `InexactCount`) and cuts of texts, with
+    the `CuttingTokenizer` behind `counter`."""
 
-    def __init__(self, counter: TokenCounter, encoding: Any, max_token_bytes: int) -> None:
+    def __init__(self, counter: TokenCounter) -> None:
+        tokenizer = counter.tokenizer
+        if not isinstance(tokenizer, CuttingTokenizer):
+            raise TypeError(f"{tokenizer.name} cannot cut text (no prefix)")
         self._counter = counter
-        self._encoding = encoding
-        self.max_token_bytes = max(1, max_token_bytes)
+        self._tokenizer = tokenizer
+        bound = tokenizer.max_token_bytes
+        # None: no tokens-per-byte bound holds, so nothing is decided by size alone.
+        self.max_token_bytes = max(1, bound) if bound is not None else None
         self.name = counter.name
 
     def count(self, text: str) -> int:
@@ -117,6 +135,8 @@ class Measure:
 
     def count_upto(self, text: str, budget: int) -> int | None:
         """The exact tokens of `text` when at most `budget`, else None (it is over)."""
+        if self.max_token_bytes is None:
+            return self._count_whole_upto(text, budget)
         length = len(text)
         if length > budget * self.max_token_bytes:
             return None  # at least length / max_token_bytes tokens
@@ -134,50 +154,22 @@ class Measure:
             size = 2 * end
 
     def first_size(self, budget: int) -> int:
-        return max(_MIN_PREFIX_CHARS, budget * _FIRST_CHARS_PER_TOKEN)
+        return first_prefix_chars(budget)
 
     def prefix(self, text: str, budget: int) -> tuple[int, int]:
-        """(characters, tokens) of a prefix of `text` that ends at a token boundary of the
-        text's tokenization and counts at most `budget` tokens on its own."""
+        """(characters, tokens) of a prefix of `text` that ends where the tokenizer can cut
+        (a token boundary of the text's tokenization for tiktoken) and counts at most
+        `budget` tokens on its own."""
         if budget <= 0 or not text:
             return 0, 0
-        # No prefix past this many characters can fit: each token is at most that many bytes.
-        bound = min(len(text), budget * self.max_token_bytes)
-        size = min(bound, self.first_size(budget))
-        while True:
-            tokens = self._encode(text[:size])
-            if len(tokens) > budget or size >= bound:
-                break
-            size = min(bound, 2 * size)
-        keep = min(budget, len(tokens))
-        for _ in range(_SHORTEN_ATTEMPTS):
-            chars = _whole_characters(self._encoding.decode_bytes(tokens[:keep]))
-            counted = self.count(text[:chars])
-            if counted <= budget:
-                return chars, counted
-            keep = max(0, keep - (counted - budget))
-        return self._halving_prefix(text[:size], budget)
-
-    def _halving_prefix(self, text: str, budget: int) -> tuple[int, int]:
-        chars = len(text) // 2
-        while chars > 0:
-            counted = self.count(text[:chars])
-            if counted <= budget:
-                return chars, counted
-            chars //= 2
-        return 0, 0
-
-    def _encode(self, text: str) -> list[int]:
         try:
-            tokens: list[int] = self._encoding.encode_ordinary(text)
+            return self._tokenizer.prefix(text, budget, self.count)
         except UnicodeEncodeError as exc:  # lone surrogates: cut what tiktoken would count
             raise InexactCount("a text holds lone surrogates") from exc
-        return tokens
 
-
-def _whole_characters(data: bytes) -> int:
-    """How many characters the longest whole-UTF-8 prefix of `data` holds."""
-    try:
-        return len(data.decode("utf-8"))
-    except UnicodeDecodeError as exc:
-        return len(data[: exc.start].decode("utf-8", "replace"))
+    def _count_whole_upto(self, text: str, budget: int) -> int | None:
+        lower_bound = getattr(self._tokenizer, "min_tokens", None)
+        if lower_bound is not None and lower_bound(text) > budget:
+            return None
+        tokens = self.count(text)
+        return tokens if tokens <= budget else None
