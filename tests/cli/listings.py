@@ -227,6 +227,18 @@ def hostile() -> list[dict[str, Any]]:
     ]
 
 
+def many_tools(count: int) -> list[dict[str, Any]]:
+    """`count` small tools, `tool_000` first: for the hosts' tool-count limits."""
+    return [
+        {
+            "name": f"tool_{index:03d}",
+            "description": f"Tool number {index}.",
+            "inputSchema": {"type": "object", "properties": {"q": {"type": "string"}}},
+        }
+        for index in range(count)
+    ]
+
+
 LISTINGS: dict[str, Callable[[], list[dict[str, Any]]]] = {
     "shop_v1": shop_v1,
     "shop_v2": shop_v2,
@@ -235,6 +247,8 @@ LISTINGS: dict[str, Callable[[], list[dict[str, Any]]]] = {
     "tiny": tiny,
     "plain": plain,
     "hostile": hostile,
+    "tools_20": lambda: many_tools(20),
+    "tools_130": lambda: many_tools(130),
 }
 
 
@@ -263,4 +277,8 @@ def call_result(tool: str, arguments: dict[str, Any]) -> dict[str, Any] | None:
         return {"content": [{"type": "text", "text": '{"ok":true}'}], "structuredContent": {"ok": True}}
     if tool == "get_product":
         return {"content": [{"type": "text", "text": "no such product"}], "isError": True}
+    if tool.startswith("tool_"):  # many_tools: `lines` numbered lines of text
+        lines = max(0, min(int(arguments.get("lines", 1)), 100_000))
+        text = "\n".join(f"line {index}: the quick brown fox jumps over the lazy dog" for index in range(lines))
+        return {"content": [{"type": "text", "text": text}]}
     return None

@@ -24,9 +24,10 @@ from typing import TYPE_CHECKING
 
 from . import semconv
 from .config import Settings
-from .engine.analysis import Analysis, Analyzer, AnalyzerOptions, PayloadKind
+from .engine.analysis import Analysis, Analyzer, AnalyzerOptions, PayloadKind, payload_texts
 from .engine.compact import compact_json
 from .engine.estimate import EstimateTokenizer
+from .engine.hosts import HOSTS, ResultSize, crossed_result_limits, text_size, token_encodings
 from .engine.ledger import BudgetLedger, BudgetSnapshot
 from .engine.tokenizer import TokenCounter, TokenizerLoader, TokenizerSpec
 from .labels import LabelFolder, ServerLabels, SharedListings, clean_text
@@ -102,6 +103,11 @@ class Findings:
     content: tuple[str | None, str | None] = (None, None)
     # Why the analysis failed (the exchange is then counted as skipped).
     error: str | None = None
+    # (host, limit kind) of each chosen host's result limit the response crossed
+    # (settings.hosts; measured in the host's own unit, engine/hosts.py).
+    host_limits: tuple[tuple[str, str], ...] = ()
+    # tools/list only: how many tools the listing holds (no label folding).
+    tool_count: int | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -116,6 +122,10 @@ class AnalystStatus:
 
 def _no_pause() -> None:
     return None
+
+
+# The responses hosts cap: tool results and resource reads.
+_RESULT_KINDS = (PayloadKind.TOOL_RESULT, PayloadKind.RESOURCE)
 
 
 class Analyst:
@@ -151,9 +161,18 @@ class Analyst:
         self._pause = pause
         self._analyzer: Analyzer | None = None
         self._estimator: Analyzer | None = None
+        # Tokenizers of the chosen hosts' token limits that differ from the configured one.
+        self._host_loaders = {
+            encoding: TokenizerLoader(TokenizerSpec(encoding))
+            for encoding in token_encodings(settings.hosts)
+            if encoding != settings.encoding or settings.tokenizer_file is not None
+        }
+        self._host_counters: dict[str, TokenCounter] = {}
 
     def start(self) -> None:
         self.loader.start()
+        for loader in self._host_loaders.values():
+            loader.start()
 
     def status(self) -> AnalystStatus:
         """Waits for the tokenizer (call it from a thread that may wait)."""
@@ -226,6 +245,7 @@ class Analyst:
             _admit(targets, server, job.target, admitted)
         budget = self._charge_budget(job, job.server_name or server, request_analysis, response_analysis)
         listing = job.method == "tools/list"
+        host_limits = self._host_limits(job, response, backlog)
         return Findings(
             seq=job.seq,
             server=server,
@@ -238,7 +258,41 @@ class Analyst:
             analysis_s=time.thread_time() - started,
             backlog=backlog,
             content=self._content(job, request, response),
+            host_limits=host_limits,
+            tool_count=response_analysis.block_count if listing and response_analysis is not None else None,
         )
+
+    def _host_limits(self, job: Job, response: object, backlog: bool) -> tuple[tuple[str, str], ...]:
+        """The chosen hosts' result limits this response is over. Token limits count the
+        response again in the host's tokenizer, unless the analysis is behind."""
+        kind = job.response_kind
+        if not self.settings.hosts or response is None or kind not in _RESULT_KINDS:
+            return ()
+        texts = payload_texts(kind, response)
+        chars, size, lines = text_size(texts)
+        tokens: dict[str, int] = {}
+        if not backlog:
+            for encoding in token_encodings(self.settings.hosts):
+                counter = self._host_counter(encoding)
+                tokens[encoding] = sum(counter.count(text).tokens for text in texts)
+                self._pause()
+        measured = ResultSize(chars, size, lines, tokens)
+        return tuple(
+            (name, limit.kind)
+            for name in self.settings.hosts
+            for limit in crossed_result_limits(HOSTS[name], measured)
+        )
+
+    def _host_counter(self, encoding: str) -> TokenCounter:
+        loader = self._host_loaders.get(encoding)
+        if loader is None:
+            return self.analyzer().counter
+        counter = self._host_counters.get(encoding)
+        if counter is None:
+            counter = self._host_counters[encoding] = TokenCounter(
+                loader.tokenizer(), max_bytes=self.settings.max_bytes, threads=1, pause=self._pause
+            )
+        return counter
 
     def _definitions(
         self, job: Job, server: str, response: Analysis | None, targets: LabelFolder

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from . import semconv
+from .engine.hosts import parse_hosts
 from .engine.images import ImageModel
 from .engine.ledger import BudgetThresholds
 from .engine.risk import RiskThresholds
@@ -66,6 +67,10 @@ class Settings:
     guard_repeat_limit: int = 0
     guard_repeat_window: float = 60.0
     guard_notice: str | None = None
+    # HOSTS: the hosts (engine/hosts.py) whose result limits each response is checked
+    # against, in the host's own unit (Claude tokens for claude-code, bytes and lines for
+    # codex...), off the response path; the tool count of each listing is recorded anyway.
+    hosts: tuple[str, ...] = ()
 
     @property
     def guard_enabled(self) -> bool:
@@ -155,6 +160,11 @@ def _non_negative_int(text: str) -> int:
     return value
 
 
+def _hosts(text: str) -> tuple[str, ...]:
+    """`claude-code,codex` (names from engine/hosts.py)."""
+    return parse_hosts(text.split(","))
+
+
 def _tool_limits(text: str) -> tuple[tuple[str, int], ...]:
     """`name=tokens,name=tokens` (0: no limit for that tool)."""
     limits: dict[str, int] = {}
@@ -193,11 +203,19 @@ _PARSERS: dict[str, Callable[[str], Any]] = {
     "guard_repeat_limit": _non_negative_int,
     "guard_repeat_window": _positive_float,
     "guard_notice": _text,
+    "hosts": _hosts,
 }
 
 
 def _coerce(name: str, value: Any) -> Any:
-    """A keyword given as a Python value: `guard_tool_limits` may be a mapping."""
+    """A keyword given as a Python value: `guard_tool_limits` may be a mapping, `hosts` a
+    list of names."""
+    if name == "hosts" and isinstance(value, list | tuple):
+        try:
+            return parse_hosts(str(host) for host in value)
+        except ValueError as exc:
+            _logger.warning("mcp-tokens: ignoring hosts=%r (%s); using the default", value, exc)
+            return _INVALID
     if name == "guard_tool_limits" and isinstance(value, Mapping):
         try:
             return tuple((str(tool), _non_negative_int(str(limit))) for tool, limit in value.items())

@@ -95,6 +95,10 @@ GUARD_REASON_REPEAT: Final = "repeat"
 GUARD_FAILURE_ERROR: Final = "error"  # the guard raised: the original result was delivered
 GUARD_FAILURE_NO_TOKENIZER: Final = "no_exact_tokenizer"  # no exact tiktoken tokenizer (yet)
 
+# Host limits (engine/hosts.py): which host, and which of its limits a response crossed.
+HOST: Final = "mcp_tokens.host"
+HOST_LIMIT: Final = "mcp_tokens.host.limit"  # tokens, bytes, lines, chars
+
 SIDE_CLIENT: Final = "client"
 SIDE_SERVER: Final = "server"
 DIRECTION_REQUEST: Final = "request"
@@ -122,6 +126,8 @@ ANALYSIS_SKIPPED: Final = "mcp_tokens.analysis.skipped"
 GUARD_ACTIONS: Final = "mcp_tokens.guard.actions"
 GUARD_REMOVED: Final = "mcp_tokens.guard.removed"
 GUARD_FAILURES: Final = "mcp_tokens.guard.failures"
+HOST_OVER_LIMIT: Final = "mcp_tokens.host.over_limit"
+TOOLS: Final = "mcp_tokens.tools"
 
 # The largest tool result, in tokens, that hosts accept by default (Claude Code's
 # MAX_MCP_OUTPUT_TOKENS; a larger one is refused): the guard's default limit, the CLI's and

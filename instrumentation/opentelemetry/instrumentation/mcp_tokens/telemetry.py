@@ -148,6 +148,18 @@ class Instruments:
             description="CPU time mcp-tokens spent analysing one exchange, off the response path.",
             explicit_bucket_boundaries_advisory=semconv.ANALYSIS_BUCKETS,
         )
+        self.host_over_limit = CumulativeSum(
+            meter,
+            semconv.HOST_OVER_LIMIT,
+            unit="{response}",
+            description="Responses over a chosen host's result limit, counted in that host's unit.",
+        )
+        self.tools = LastValue(
+            meter,
+            semconv.TOOLS,
+            unit="{tool}",
+            description="Tools in each server's latest tools/list.",
+        )
         self.analysis_skipped = CumulativeSum(
             meter,
             semconv.ANALYSIS_SKIPPED,
@@ -220,6 +232,12 @@ class Recorder:
                 self.pause()
         if findings.definitions is not None:
             self._record_definitions(side, findings.server, findings.definitions)
+        if findings.tool_count is not None:
+            self._instruments.tools.set(
+                findings.tool_count, {semconv.SIDE: side, semconv.SERVER_NAME: findings.server}
+            )
+        for host, limit in findings.host_limits:
+            self._instruments.host_over_limit.add(1, {**base, semconv.HOST: host, semconv.HOST_LIMIT: limit})
         if findings.budget is not None:
             self._record_budget(findings.budget, side, findings.server)
         self._instruments.analysis_duration.record(

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import dataclasses
 import logging
 import sys
 import traceback
@@ -26,10 +27,12 @@ from typing import Any
 
 from opentelemetry.exporter.mcp_tokens.dashboards import __main__ as dashboards_main
 from opentelemetry.exporter.mcp_tokens.textformat import plural, printable
+from opentelemetry.instrumentation.mcp_tokens.engine.hosts import token_encodings
 from opentelemetry.instrumentation.mcp_tokens.engine.risk import RiskTier
 
 from . import connect, diff, lockfile, options, profile
 from .errors import EXIT_CODE_TABLE, CliError, ExitCode
+from .hosts import check_hosts, host_lines
 from .rules import rule_table
 
 PROG = "mcp-tokens"
@@ -98,8 +101,10 @@ def _library_noise(debug: bool) -> Iterator[None]:
 
 
 def build_parser() -> argparse.ArgumentParser:
+    # allow_abbrev=False: an unknown `--host` must not be read as `--host-cap`.
     parser = argparse.ArgumentParser(
         prog=PROG,
+        allow_abbrev=False,
         description="Token economics of an MCP server: definition tax, worst-case responses, risk, advice.",
         formatter_class=argparse.RawDescriptionHelpFormatter,
         epilog=_exit_code_epilog(),
@@ -110,6 +115,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     profile_command = commands.add_parser(
         "profile",
+        allow_abbrev=False,
         help="profile a server's tools",
         description="Profile a server: put its command after -- (stdio), or give --url.",
     )
@@ -129,10 +135,18 @@ def build_parser() -> argparse.ArgumentParser:
     )
     flag = "flag tools whose worst case (or measured call) exceeds the result cap a host enforces"
     options.add_host_cap(profile_command, flag)
+    options.add_hosts(profile_command, "check the server against a host's limits")
+    profile_command.add_argument(
+        "--fail-on-host",
+        action="store_true",
+        help="exit 1 when a --host would refuse, cut or drop anything (too many tools, a result over "
+        "its limit)",
+    )
     profile_command.set_defaults(handler=_run_profile)
 
     lock = commands.add_parser(
         "lock",
+        allow_abbrev=False,
         help="write the server's token contract to a lock file",
         description="Write mcp-tokens.lock.json for a server: its command after -- (stdio), or --url.",
     )
@@ -145,6 +159,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     diff_command = commands.add_parser(
         "diff",
+        allow_abbrev=False,
         help="classify the changes between two lock files, or a lock and a server",
         description="Compare OLD with NEW (a lock file) or a live server (its command after --, or --url).",
     )
@@ -168,6 +183,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     top = commands.add_parser(
         "top",
+        allow_abbrev=False,
         help="live token economics of an instrumented process, from its Prometheus /metrics",
         description="Scrape URL (a Prometheus /metrics endpoint of a process run under "
         "opentelemetry-instrument --metrics_exporter prometheus) and show tokens per second per tool, "
@@ -177,12 +193,14 @@ def build_parser() -> argparse.ArgumentParser:
     top.set_defaults(handler=_run_top)
 
     dashboards = commands.add_parser(
-        "dashboards", help="generate the Grafana dashboards and Prometheus rules"
+        "dashboards", help="generate the Grafana dashboards and Prometheus rules", allow_abbrev=False
     )
     dashboards_main.add_arguments(dashboards)
     dashboards.set_defaults(handler=_run_dashboards)
 
-    rules = commands.add_parser("rules", help="print the recommendation rules and the exit codes")
+    rules = commands.add_parser(
+        "rules", help="print the recommendation rules and the exit codes", allow_abbrev=False
+    )
     rules.set_defaults(handler=_run_rules)
     return parser
 
@@ -205,10 +223,18 @@ def _run_profile(args: argparse.Namespace, command: tuple[str, ...]) -> int:
     call = options.tool_call(args)
     settings = options.settings(args)
     loader = profile.start_tokenizer(settings.encoding, args.tokenizer_file)
+    chosen = tuple(dict.fromkeys(args.host))
+    if call is not None:  # a measured result is counted in each host's own tokenizer too
+        for encoding in token_encodings(chosen):
+            profile.start_tokenizer(encoding)
     snapshot = _fetch(args, target, call)
     result = profile.build_profile(snapshot, profile.exact_counter(loader), settings, target.describe())
+    if chosen:
+        measured = (snapshot.call.call.name, snapshot.call.result) if snapshot.call is not None else None
+        checks = check_hosts(chosen, [tool.name for tool in result.tools], measured, profile.any_counter)
+        result = dataclasses.replace(result, hosts=checks)
     render.render_profile(result, render.OutputFormat(args.format), sys.stdout)
-    return _risk_gate(result, args.fail_on)
+    return max(_risk_gate(result, args.fail_on), _host_gate(result, args.fail_on_host))
 
 
 def _risk_gate(result: Any, fail_on: str | None) -> int:
@@ -226,6 +252,15 @@ def _risk_gate(result: Any, fail_on: str | None) -> int:
     if not offenders:
         return int(ExitCode.OK)
     print(f"{PROG}: risk at or above {fail_on}: {', '.join(offenders)}", file=sys.stderr)
+    return int(ExitCode.RISK_GATE)
+
+
+def _host_gate(result: Any, fail_on_host: bool) -> int:
+    exceeded = [check for check in result.hosts if check.exceeded]
+    if not fail_on_host or not exceeded:
+        return int(ExitCode.OK)
+    lines = "; ".join(line for check in exceeded for line in host_lines([check]))
+    print(f"{PROG}: over a host's limits: {lines}", file=sys.stderr)
     return int(ExitCode.RISK_GATE)
 
 
@@ -262,7 +297,7 @@ def _run_diff(args: argparse.Namespace, command: tuple[str, ...]) -> int:
 def _lock_live_server(args: argparse.Namespace, target: Any, old: Any) -> Any:
     """Profile the live server with the old lock's settings, so the two are comparable."""
     encoding = old.settings.encoding
-    if args.tokenizer_file is None and encoding not in options.BUNDLED_ENCODINGS:
+    if args.tokenizer_file is None and not options.is_known_encoding(encoding):
         raise CliError(
             ExitCode.USAGE, f"{args.old} was made with tokenizer {encoding!r}: pass --tokenizer-file"
         )

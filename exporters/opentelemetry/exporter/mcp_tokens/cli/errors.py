@@ -14,7 +14,7 @@ from enum import IntEnum
 
 class ExitCode(IntEnum):
     OK = 0
-    RISK_GATE = 1  # profile: a tool's risk is at or above --fail-on
+    RISK_GATE = 1  # profile: a tool's risk is at or above --fail-on, or a --host is exceeded (--fail-on-host)
     USAGE = 2  # bad arguments (argparse uses 2 as well)
     DIFF_RISKY = 3  # diff: the worst change is RISKY
     DIFF_BREAKING = 4  # diff: the worst change is BREAKING
@@ -34,7 +34,7 @@ class ExitCode(IntEnum):
 
 EXIT_CODE_TABLE = (
     (ExitCode.OK, "success; diff: no change, or only SAFE/INFO changes"),
-    (ExitCode.RISK_GATE, "profile: a tool's risk is at or above --fail-on"),
+    (ExitCode.RISK_GATE, "profile: a risk at or above --fail-on; a --host exceeded (--fail-on-host)"),
     (ExitCode.USAGE, "invalid arguments"),
     (ExitCode.DIFF_RISKY, "diff: the worst change is RISKY"),
     (ExitCode.DIFF_BREAKING, "diff: the worst change is BREAKING"),

@@ -17,6 +17,8 @@ from opentelemetry.exporter.mcp_tokens.report.settings import (
     parse_currency,
     price_from,
 )
+from opentelemetry.instrumentation.mcp_tokens.engine.claude_names import claude_version, family_of
+from opentelemetry.instrumentation.mcp_tokens.engine.hosts import HOSTS
 from opentelemetry.instrumentation.mcp_tokens.engine.ledger import DEFAULT_CONTEXT_WINDOW
 from opentelemetry.instrumentation.mcp_tokens.engine.risk import DEFAULT_RISK_THRESHOLDS, RiskThresholds
 from opentelemetry.instrumentation.mcp_tokens.engine.tokenizer import BUNDLED
@@ -77,6 +79,28 @@ def _risk_thresholds(text: str) -> RiskThresholds:
         raise argparse.ArgumentTypeError(str(error)) from None
 
 
+def encoding(text: str) -> str:
+    """A bundled encoding or a Claude one (`claude`, `claude-<version>`)."""
+    name = text.strip()
+    if name in BUNDLED_ENCODINGS:
+        return name
+    version = claude_version(name)
+    if version is not None:
+        try:
+            family_of(version)
+        except ValueError as error:
+            raise argparse.ArgumentTypeError(str(error)) from None
+        return name.lower()
+    raise argparse.ArgumentTypeError(
+        f"unknown encoding {text!r}; expected {', '.join(BUNDLED_ENCODINGS)}, claude or claude-<version>"
+    )
+
+
+def is_known_encoding(name: str) -> bool:
+    """Whether `name` needs no tokenizer file (bundled, or a Claude encoding)."""
+    return name in BUNDLED_ENCODINGS or claude_version(name) is not None
+
+
 def add_connection(parser: argparse.ArgumentParser, *, call_timeout: bool) -> None:
     group = parser.add_argument_group("server (stdio: put the command after --)")
     group.add_argument(
@@ -122,7 +146,12 @@ def add_connection(parser: argparse.ArgumentParser, *, call_timeout: bool) -> No
 def add_analysis(parser: argparse.ArgumentParser) -> None:
     group = parser.add_argument_group("analysis")
     group.add_argument(
-        "--encoding", choices=BUNDLED_ENCODINGS, default="o200k_base", help="default: %(default)s"
+        "--encoding",
+        type=encoding,
+        default="o200k_base",
+        metavar="NAME",
+        help=f"{', '.join(BUNDLED_ENCODINGS)}, claude or claude-<version> (e.g. claude-4.7; exact with "
+        "the `claude` extra) (default: %(default)s)",
     )
     group.add_argument(
         "--tokenizer-file", metavar="PATH", help="a tiktoken BPE file or HuggingFace tokenizer.json"
@@ -180,6 +209,18 @@ def add_host_cap(parser: argparse.ArgumentParser, purpose: str, *, zero_turns_of
         metavar="TOKENS",
         help=f"{purpose} (default: %(default)s, Claude Code's MAX_MCP_OUTPUT_TOKENS"
         + ("; 0: do not count)" if zero_turns_off else ")"),
+    )
+
+
+def add_hosts(parser: argparse.ArgumentParser, purpose: str) -> None:
+    """`--host NAME` (repeatable): the hosts (engine/hosts.py) whose limits to check."""
+    parser.add_argument(
+        "--host",
+        action="append",
+        default=[],
+        choices=list(HOSTS),
+        metavar="NAME",
+        help=f"{purpose}: {', '.join(HOSTS)} (repeatable)",
     )
 
 

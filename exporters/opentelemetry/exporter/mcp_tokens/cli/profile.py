@@ -38,6 +38,7 @@ from opentelemetry.instrumentation.mcp_tokens.engine.tokenizer import (
 from . import rules
 from .connect import CallOutcome, ServerInfo, Snapshot
 from .errors import CliError, ExitCode
+from .hosts import HostCheck
 from .static import Assumptions, Bound, OutputEstimate, SchemaStats, estimate_output, schema_stats
 
 
@@ -92,6 +93,7 @@ class ServerProfile:
     settings: Settings
     tools: tuple[ToolProfile, ...]
     recommendations: tuple[rules.Recommendation, ...] = ()
+    hosts: tuple[HostCheck, ...] = ()  # the verdicts of the hosts chosen with --host
 
     @property
     def definition_tokens(self) -> int:
@@ -146,12 +148,21 @@ def start_tokenizer(encoding: str, tokenizer_file: str | None = None) -> Tokeniz
     return loader
 
 
+def any_counter(encoding: str) -> TokenCounter:
+    """A counter in `encoding`, exact or (when its tokenizer cannot load here) estimated."""
+    return TokenCounter(start_tokenizer(encoding).tokenizer())
+
+
 def exact_counter(loader: TokenizerLoader) -> TokenCounter:
     """A counter over the loaded tokenizer; the estimate fallback is refused (counts must be exact)."""
     tokenizer = loader.tokenizer()
     if not tokenizer.exact:
         spec = loader.spec
-        raise CliError(ExitCode.USAGE, f"cannot load tokenizer {spec.path or spec.encoding}: {loader.error}")
+        needs_ctok = "ctok" in str(loader.error)
+        hint = " (Claude encodings need the `claude` extra, on Python >= 3.12)" if needs_ctok else ""
+        raise CliError(
+            ExitCode.USAGE, f"cannot load tokenizer {spec.path or spec.encoding}: {loader.error}{hint}"
+        )
     return TokenCounter(tokenizer)
 
 

@@ -24,6 +24,7 @@ from rich.text import Text
 
 from . import render_json, render_markdown, texts
 from .diff import ChangeClass, DiffResult
+from .hosts import host_lines
 from .profile import ServerProfile
 from .rules import Severity
 from .static import Bound
@@ -118,7 +119,17 @@ def _profile_table(profile: ServerProfile, console: Console) -> None:
     console.print(Text(texts.risk_summary(profile), style="bold"))
     _output_fields(profile, console)
     _calls(profile, console)
+    _hosts(profile, console)
     _recommendations(profile, console)
+
+
+def _hosts(profile: ServerProfile, console: Console) -> None:
+    if not profile.hosts:
+        return
+    console.print()
+    console.print(Text("Hosts", style="bold"))
+    for check, line in zip(profile.hosts, host_lines(profile.hosts), strict=True):
+        console.print(_text(f"  {line}", "red" if check.exceeded else ""))
 
 
 def _advice_counts(recommendations: tuple[Any, ...]) -> Text:

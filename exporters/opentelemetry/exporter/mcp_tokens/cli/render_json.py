@@ -10,6 +10,7 @@ import json
 from typing import Any
 
 from .diff import DiffResult
+from .hosts import host_document
 from .lockfile import Lock
 from .profile import CallProfile, ServerProfile, Settings, ToolProfile
 from .rules import Recommendation
@@ -25,6 +26,13 @@ def dumps(document: dict[str, Any]) -> str:
 
 
 def profile_document(profile: ServerProfile) -> dict[str, Any]:
+    document = _profile_document(profile)
+    if profile.hosts:
+        document["hosts"] = [host_document(check) for check in profile.hosts]
+    return document
+
+
+def _profile_document(profile: ServerProfile) -> dict[str, Any]:
     overall = profile.overall_risk
     return {
         "format": PROFILE_FORMAT,

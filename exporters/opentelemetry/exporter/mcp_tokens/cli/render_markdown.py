@@ -6,6 +6,7 @@ from opentelemetry.exporter.mcp_tokens.textformat import markdown_code, markdown
 
 from . import texts
 from .diff import DiffResult
+from .hosts import host_lines
 from .profile import ServerProfile
 from .rules import Recommendation
 from .static import Bound
@@ -31,6 +32,9 @@ def profile_markdown(profile: ServerProfile) -> str:
         )
     lines.extend(_output_fields(profile))
     lines.extend(_calls(profile))
+    if profile.hosts:
+        hosts = [f"- {markdown_text(line)}" for line in host_lines(profile.hosts)]
+        lines.extend(["", "**Hosts**", "", *hosts])
     lines.extend(_recommendations(profile.grouped_recommendations()))
     return "\n".join(lines) + "\n"
 

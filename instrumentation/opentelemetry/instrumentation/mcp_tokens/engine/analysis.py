@@ -58,6 +58,16 @@ _EXTRACTORS: dict[PayloadKind, Callable[[object], Iterator[Block]]] = {
 }
 
 
+def payload_texts(kind: PayloadKind, payload: object) -> list[str]:
+    """The texts a payload shows a model (its blocks by the rules of blocks.py), media left
+    out: what hosts measure a result's size on."""
+    return [
+        block.text
+        for block in _EXTRACTORS[kind](payload)
+        if block.type not in (BlockType.IMAGE, BlockType.AUDIO)
+    ]
+
+
 @dataclass(frozen=True, slots=True)
 class BlockAnalysis:
     index: int
