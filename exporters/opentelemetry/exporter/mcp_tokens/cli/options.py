@@ -49,6 +49,7 @@ class TopOptions:
     max_bytes: int = TOP_DEFAULT_MAX_BYTES
     price: Price | None = None
     host_cap: int = DEFAULT_HOST_CAP  # 0: not checked
+    hosts: tuple[str, ...] = ()  # --host: whose limits to show
 
 
 def positive(kind: Callable[[str], N]) -> Callable[[str], N]:
@@ -342,6 +343,11 @@ def add_top(parser: argparse.ArgumentParser) -> None:
         help=f"currency of --price-per-mtok (default: ${CURRENCY}, else USD)",
     )
     add_host_cap(parser, "count the responses over the result cap a host enforces", zero_turns_off=True)
+    add_hosts(
+        parser,
+        "show what a host would refuse, cut or drop (responses over its limits, counted by "
+        "the instrumentation for the hosts it was given; servers over its tool limit)",
+    )
 
 
 def _in_range(low: int, high: int) -> Callable[[str], int]:
@@ -364,4 +370,5 @@ def top_options(args: argparse.Namespace) -> TopOptions:
         max_bytes=args.max_bytes,
         price=price,
         host_cap=args.host_cap,
+        hosts=tuple(dict.fromkeys(args.host)),
     )

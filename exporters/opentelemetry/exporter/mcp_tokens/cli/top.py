@@ -86,7 +86,9 @@ def take_frame(options: TopOptions, previous: Frame | None) -> Frame:
             ExitCode.METRICS_MALFORMED,
             f"{Target(url=options.url).describe()}: not Prometheus text ({type(error).__name__}: {error})",
         ) from None
-    report = build_report(snapshot, price=options.price, host_cap_tokens=options.host_cap or None)
+    report = build_report(
+        snapshot, price=options.price, host_cap_tokens=options.host_cap or None, hosts=options.hosts
+    )
     frame = Frame(report, time.monotonic(), len(snapshot.series))
     if previous is not None:
         frame.rates = _rates(previous, frame)
@@ -281,6 +283,8 @@ def economy_lines(report: Report, limit: int) -> list[str]:
     lines = [f"{layout.unused_title(u.side, u.server)}: {u.summary()}" for u in report.unused[:limit]]
     if report.host_cap is not None and report.rows:
         lines.append(f"{layout.HOST_CAP_TITLE}: {report.host_cap.summary()}")
+    if report.hosts is not None:
+        lines.extend(f"{layout.HOSTS_TITLE}: {line}" for line in report.hosts.summary())
     price = report.price
     if price is None:
         return lines

@@ -13,6 +13,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TypeVar
 
+from opentelemetry.instrumentation.mcp_tokens.engine.hosts import HOSTS
 from opentelemetry.instrumentation.mcp_tokens.engine.ledger import BudgetThresholds
 from opentelemetry.instrumentation.mcp_tokens.engine.risk import RiskThresholds
 
@@ -84,6 +85,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "(default: %(default)s, Claude Code's MAX_MCP_OUTPUT_TOKENS)",
     )
     parser.add_argument(
+        "--host",
+        action="append",
+        choices=list(HOSTS),
+        metavar="NAME",
+        help=f"compare servers' tool counts with this host's tool limit (repeatable; {', '.join(HOSTS)}; "
+        "default: every host with one)",
+    )
+    parser.add_argument(
         "--runbook-url",
         default=defaults.runbook_url,
         metavar="URL",
@@ -105,6 +114,7 @@ def settings_from_args(args: argparse.Namespace) -> GeneratorSettings:
         overhead_share=args.overhead_share,
         runbook_url=args.runbook_url,
         host_cap=args.host_cap,
+        hosts=tuple(dict.fromkeys(args.host)) if args.host else tuple(HOSTS),
     )
 
 

@@ -15,6 +15,7 @@ from typing import Literal
 
 from . import names
 from .economics import ECONOMICS_UID, HOST_CAP_PANEL, over_host_cap
+from .hostlimits import HOST_LIMIT_PANEL, TOOL_LIMIT_PANEL, over_host_limit, servers_over_tool_limits
 from .promql import eq, events, number, rate, series, sum_by
 from .queries import (
     EXPECTED_SKIP_REASONS,
@@ -397,6 +398,70 @@ def alerts(settings: GeneratorSettings) -> tuple[AlertDefinition, ...]:
             ),
             dashboard_uid=ECONOMICS_UID,
             panel_title=HOST_CAP_PANEL,
+        ),
+        AlertDefinition(
+            name="McpToolResponsesOverHostLimit",
+            severity="warning",
+            query=over_host_limit(t.event_window),
+            comparison=">",
+            threshold=0,
+            for_=t.for_("1m"),
+            summary="An MCP tool returns results over a host's limit, in that host's own unit.",
+            description=(
+                f"{_VALUE_TOKENS} response(s) of {_WHERE_TOOL} were over {{{{ $labels.mcp_tokens_host }}}}'s "
+                f"{{{{ $labels.mcp_tokens_host_limit }}}} limit in the last {t.event_window}."
+            ),
+            meaning=(
+                "Hosts cap the results they show a model, each in its own unit: Claude Code counts "
+                "Claude tokens (25,000 by default) and moves results over 50,000 characters to a file, "
+                "Codex CLI cuts at 10 KiB or 256 lines, Copilot CLI at 10 KB. The instrumentation "
+                "measured this tool's results the way the named host does (the hosts it was given in "
+                "OTEL_INSTRUMENTATION_MCP_TOKENS_HOSTS) and found them over: on that host the model saw "
+                "a cut, an error or a file path instead of the whole result."
+            ),
+            confirm=(
+                f"*MCP tokens / Tool economics*, *{HOST_LIMIT_PANEL}* lists the tools per host and limit; "
+                "`mcp-tokens profile --host <host> --call <tool>` measures one call the same way."
+            ),
+            actions=(
+                "Paginate, or cap results in the server: the guard with "
+                "OTEL_INSTRUMENTATION_MCP_TOKENS_ENCODING=claude-4.7 holds a limit in Claude tokens.",
+                *_SHRINK_ACTIONS[1:4],
+            ),
+            dashboard_uid=ECONOMICS_UID,
+            panel_title=HOST_LIMIT_PANEL,
+        ),
+        AlertDefinition(
+            name="McpServerToolsOverHostLimit",
+            severity="warning",
+            query=servers_over_tool_limits(settings),
+            comparison=">",
+            threshold=0,
+            for_=t.for_("5m"),
+            summary="An MCP server lists more tools than a host takes.",
+            description=(
+                "MCP server {{ $labels.mcp_tokens_server_name }} ({{ $labels.mcp_tokens_side }} side, job "
+                f"{{{{ $labels.job }}}}) lists {_VALUE_TOKENS} tools; "
+                "{{ $labels.mcp_tokens_host }} takes at most "
+                "{{ $labels.mcp_tokens_host_tool_limit }} per request."
+            ),
+            meaning=(
+                "Hosts cap the tools a request may carry, across every server an agent connects: VS Code "
+                "refuses more than 128, Cursor warns and errors past 80, Windsurf takes 50, the Gemini API "
+                "512 function declarations. This server alone lists more than the named host takes: on "
+                "that host some of its tools (or the request) are dropped."
+            ),
+            confirm=(
+                f"*MCP tokens / Tool economics*, *{TOOL_LIMIT_PANEL}*; `mcp-tokens profile --host <host>` "
+                "names the tools past the limit."
+            ),
+            actions=(
+                "Expose fewer tools: group related operations into one tool with an `action` argument.",
+                "Split the server by audience, or let clients filter tools (tool search, deferred loading).",
+                "Remove tools that no agent calls (*Tools listed but never called* on the same dashboard).",
+            ),
+            dashboard_uid=ECONOMICS_UID,
+            panel_title=TOOL_LIMIT_PANEL,
         ),
         AlertDefinition(
             name="McpTokensAnalysisSkipped",

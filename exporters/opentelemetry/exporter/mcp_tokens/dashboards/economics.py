@@ -29,6 +29,7 @@ from opentelemetry.instrumentation.mcp_tokens import semconv
 from . import names
 from .dashboard_common import JOB, LINK_TAG, RESPONSE, SERVER, SIDE, TAGS, TOOLS_CALL, common_variables
 from .dashboard_common import definition_tax as per_server_definition_tax
+from .hostlimits import host_limit_panels
 from .model import Dashboard, Panel, Row, Step, Target, Variable
 from .promql import RANGE, RATE_INTERVAL, eq, events, increase, matches, rate, series, sum_by
 from .settings import GeneratorSettings
@@ -157,6 +158,7 @@ def economics_dashboard(settings: GeneratorSettings) -> Dashboard:
             Row("Tools listed but never called", _unused_panels()),
             Row("Cost at ${price_per_mtok} ${currency} per million input tokens", _cost_panels()),
             Row("Host result caps", _host_cap_panels(settings)),
+            Row("Host limits", host_limit_panels(settings, _SCOPE)),
         ),
         links_tag=LINK_TAG,
     )

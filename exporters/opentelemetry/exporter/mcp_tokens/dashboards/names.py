@@ -44,6 +44,8 @@ SKIP_REASON: Final = prometheus_label(semconv.SKIP_REASON)
 GUARD_ACTION: Final = prometheus_label(semconv.GUARD_ACTION)
 GUARD_REASON: Final = prometheus_label(semconv.GUARD_REASON)
 GUARD_FAILURE: Final = prometheus_label(semconv.GUARD_FAILURE)
+HOST: Final = prometheus_label(semconv.HOST)
+HOST_LIMIT: Final = prometheus_label(semconv.HOST_LIMIT)
 LE: Final = "le"
 
 # --- label values ------------------------------------------------------------------------
@@ -71,3 +73,5 @@ ANALYSIS_SKIPPED_TOTAL: Final = prometheus_metric(semconv.ANALYSIS_SKIPPED) + "_
 GUARD_ACTIONS_TOTAL: Final = prometheus_metric(semconv.GUARD_ACTIONS) + "_total"
 GUARD_REMOVED_TOTAL: Final = prometheus_metric(semconv.GUARD_REMOVED) + "_total"
 GUARD_FAILURES_TOTAL: Final = prometheus_metric(semconv.GUARD_FAILURES) + "_total"
+HOST_OVER_LIMIT_TOTAL: Final = prometheus_metric(semconv.HOST_OVER_LIMIT) + "_total"
+TOOLS: Final = prometheus_metric(semconv.TOOLS)

@@ -14,6 +14,7 @@ import re
 from dataclasses import dataclass, field
 
 from opentelemetry.instrumentation.mcp_tokens import semconv
+from opentelemetry.instrumentation.mcp_tokens.engine.hosts import HOSTS
 from opentelemetry.instrumentation.mcp_tokens.engine.ledger import (
     DEFAULT_BUDGET_THRESHOLDS,
     DEFAULT_CONTEXT_WINDOW,
@@ -84,8 +85,13 @@ class GeneratorSettings:
     runbook_url: str = DEFAULT_RUNBOOK_URL
     timing: AlertTiming = field(default_factory=AlertTiming)
     host_cap: int = DEFAULT_HOST_CAP
+    # Hosts (engine/hosts.py) whose tool limits the dashboards and alerts compare servers with.
+    hosts: tuple[str, ...] = tuple(HOSTS)
 
     def __post_init__(self) -> None:
+        unknown = [name for name in self.hosts if name not in HOSTS]
+        if unknown:
+            raise ValueError(f"unknown host {unknown[0]!r}; expected one of {', '.join(HOSTS)}")
         if isinstance(self.context_window, bool) or self.context_window <= 0:
             raise ValueError(
                 f"context window must be a positive number of tokens, got {self.context_window!r}"

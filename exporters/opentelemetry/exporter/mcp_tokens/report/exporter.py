@@ -135,6 +135,7 @@ class McpTokensReportExporter(MetricExporter):
             price=settings.price,
             host_cap_tokens=settings.host_cap or None,
             fail_on_host_cap=settings.fail_on_host_cap and settings.host_cap > 0,
+            hosts=settings.hosts,
         )
 
     def _apply_verdict(self, report: Report) -> None:

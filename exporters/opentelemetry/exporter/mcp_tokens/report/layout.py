@@ -70,6 +70,8 @@ def headline(report: Report) -> list[str]:
         lines.append(f"{unused_title(unused.side, unused.server)}: {unused.summary()}")
     if report.host_cap is not None and report.totals:
         lines.append(f"{HOST_CAP_TITLE}: {report.host_cap.summary()}")
+    if report.hosts is not None:
+        lines.extend(f"{HOSTS_TITLE}: {line}" for line in report.hosts.summary())
     if not report.totals:
         lines.append("No MCP operation was analysed in this run.")
     if report.dropped_series:
@@ -78,6 +80,7 @@ def headline(report: Report) -> list[str]:
 
 
 HOST_CAP_TITLE = "Responses hosts would refuse"
+HOSTS_TITLE = "Host limits"
 
 
 def unused_title(side: str, server: str) -> str:
@@ -112,6 +115,7 @@ def tables(report: Report, max_rows: int) -> list[Table]:
         _definitions(report, max_rows),
         _unused(report, max_rows),
         *_host_cap(report, max_rows),
+        *_host_limits(report, max_rows),
         *_money(report, max_rows),
         _costs(report, max_rows),
     ]
@@ -288,6 +292,41 @@ def _host_cap(report: Report, max_rows: int) -> list[Table]:
             names=frozenset({1, 3}),
             omitted=omitted,
             empty=f"No response over {capped.tokens:,} tokens.",
+        )
+    ]
+
+
+def _host_limits(report: Report, max_rows: int) -> list[Table]:
+    hosts = report.hosts
+    if hosts is None:
+        return []
+    rows = [
+        (
+            r.host,
+            r.limit,
+            f"{r.threshold:,}" if r.threshold is not None else "?",
+            r.side,
+            r.server or "?",
+            r.method,
+            r.target or "-",
+            f"{r.responses:,}",
+        )
+        for r in hosts.over
+    ]
+    rows += [
+        (c.host, "tools", f"{c.limit:,}", c.side, c.server or "?", "tools/list", "-", f"{c.tools:,} tools")
+        for c in hosts.tool_counts
+    ]
+    shown, omitted = _cut(rows, max_rows)
+    return [
+        Table(
+            f"{HOSTS_TITLE}: what each host would refuse, cut or drop, in its own unit",
+            ("Host", "Limit", "Over", "Side", "Server", "Operation", "Tool / prompt", "Responses"),
+            shown,
+            numeric=frozenset({2, 7}),
+            names=frozenset({4, 6}),
+            omitted=omitted,
+            empty="Nothing over the chosen hosts' limits.",
         )
     ]
 

@@ -17,13 +17,14 @@ method and target; when several servers share a tool name they stay unattributed
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from opentelemetry.instrumentation.mcp_tokens import semconv
 
 from .economics import Price, UnusedTools, unused_tools
 from .hostcap import HostCap, host_cap
+from .hostlimits import HostLimits, host_limits
 from .rows import RISK_ORDER, BudgetRow, CostRow, DefinitionRow, OperationRow, SideTotals
 from .series import Histogram, Snapshot
 
@@ -67,6 +68,7 @@ class Report:
     unused: tuple[UnusedTools, ...] = ()
     price: Price | None = None
     host_cap: HostCap | None = None
+    hosts: HostLimits | None = None
 
 
 def build_report(
@@ -79,9 +81,11 @@ def build_report(
     price: Price | None = None,
     host_cap_tokens: int | None = semconv.HOST_RESULT_CAP,
     fail_on_host_cap: bool = False,
+    hosts: Sequence[str] = (),
 ) -> Report:
     """`host_cap_tokens`: the result cap of the hosts to check against (None: not checked);
-    `fail_on_host_cap`: a response over it fails the verdict."""
+    `fail_on_host_cap`: a response over it fails the verdict; `hosts`: the hosts (engine/hosts.py)
+    whose tool limits each server's tool count is compared with."""
     rows = _operation_rows(snapshot)
     definitions = _definitions(snapshot)
     capped = host_cap(rows, host_cap_tokens) if host_cap_tokens else None
@@ -89,6 +93,7 @@ def build_report(
         unused=unused_tools(rows, definitions),
         price=price,
         host_cap=capped,
+        hosts=host_limits(snapshot, hosts),
         service=snapshot.service,
         generated_at=generated_at,
         rows=rows,

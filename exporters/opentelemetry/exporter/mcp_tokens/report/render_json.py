@@ -10,6 +10,7 @@ from typing import Any
 
 from .economics import Price, UnusedTools, server_costs, tool_calls
 from .hostcap import HostCap
+from .hostlimits import HostLimits
 from .model import Report
 from .rows import RISK_ORDER, OperationRow
 from .series import Histogram
@@ -70,6 +71,7 @@ def report_document(report: Report) -> dict[str, Any]:
         "unused_tools": [_unused(u) for u in report.unused],
         "cost": _cost(report),
         "host_cap": _host_cap(report.host_cap),
+        "hosts": _hosts(report.hosts),
         "instrumentation": [
             {
                 "side": c.side,
@@ -114,6 +116,33 @@ def _unused(unused: UnusedTools) -> dict[str, Any]:
         "never_called_tokens": _number(unused.never_called_tokens),
         "never_called_share": _number(unused.never_called_share),
         "never_called": [{"tool": t.tool, "tokens": _number(t.tokens)} for t in unused.never_called],
+    }
+
+
+def _hosts(hosts: HostLimits | None) -> dict[str, Any] | None:
+    """Responses over each host's limits (the instrumentation's count, in the host's unit) and
+    servers over a chosen host's tool limit; null when no host was chosen or counted."""
+    if hosts is None:
+        return None
+    return {
+        "hosts": list(hosts.hosts),
+        "responses_over": [
+            {
+                "host": r.host,
+                "limit": r.limit,
+                "threshold": r.threshold,
+                "side": r.side,
+                "server": r.server,
+                "method": r.method,
+                "target": r.target,
+                "responses": r.responses,
+            }
+            for r in hosts.over
+        ],
+        "tool_counts_over": [
+            {"host": c.host, "limit": c.limit, "side": c.side, "server": c.server, "tools": c.tools}
+            for c in hosts.tool_counts
+        ],
     }
 
 

@@ -14,6 +14,7 @@ from pathlib import Path
 
 from opentelemetry.exporter.mcp_tokens.env import integer_setting
 from opentelemetry.instrumentation.mcp_tokens import semconv
+from opentelemetry.instrumentation.mcp_tokens.engine.hosts import parse_hosts
 
 from .economics import Price
 from .rows import RISK_ORDER
@@ -31,6 +32,8 @@ PRICE_PER_MTOK = PREFIX + "PRICE_PER_MTOK"
 CURRENCY = PREFIX + "CURRENCY"
 HOST_CAP = PREFIX + "HOST_CAP"
 FAIL_ON_HOST_CAP = PREFIX + "FAIL_ON_HOST_CAP"
+# The hosts whose limits the report checks: the instrumentation's own setting, shared.
+HOSTS = "OTEL_INSTRUMENTATION_MCP_TOKENS_HOSTS"
 
 FORMATS = {".json": "json", ".md": "markdown", ".markdown": "markdown", ".html": "html", ".txt": "text"}
 DEFAULT_FAIL_EXIT_CODE = 1
@@ -58,6 +61,7 @@ class ReportSettings:
     price: Price | None = None
     host_cap: int = semconv.HOST_RESULT_CAP  # 0: not checked
     fail_on_host_cap: bool = False
+    hosts: tuple[str, ...] = ()
 
     @property
     def gates(self) -> bool:
@@ -77,6 +81,7 @@ class ReportSettings:
             price=price_from(env.get(PRICE_PER_MTOK, ""), env.get(CURRENCY, ""), PRICE_PER_MTOK),
             host_cap=integer_setting(env, HOST_CAP, semconv.HOST_RESULT_CAP, 0, MAX_HOST_CAP),
             fail_on_host_cap=_boolean(env, FAIL_ON_HOST_CAP, False),
+            hosts=_hosts(env.get(HOSTS, "")),
         )
 
 
@@ -115,6 +120,14 @@ def _boolean(env: Mapping[str, str], name: str, default: bool) -> bool:
         return False
     _logger.warning("%s=%r is not true or false; using %s", name, text, str(default).lower())
     return default
+
+
+def _hosts(text: str) -> tuple[str, ...]:
+    try:
+        return parse_hosts(text.split(","))
+    except ValueError as error:
+        _logger.warning("%s=%r: %s; no host limits are checked", HOSTS, text, error)
+        return ()
 
 
 def _tier(text: str) -> str | None:
