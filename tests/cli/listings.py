@@ -279,6 +279,7 @@ def call_result(tool: str, arguments: dict[str, Any]) -> dict[str, Any] | None:
         return {"content": [{"type": "text", "text": "no such product"}], "isError": True}
     if tool.startswith("tool_"):  # many_tools: `lines` numbered lines of text
         lines = max(0, min(int(arguments.get("lines", 1)), 100_000))
-        text = "\n".join(f"line {index}: the quick brown fox jumps over the lazy dog" for index in range(lines))
+        line = "the quick brown fox jumps over the lazy dog"
+        text = "\n".join(f"line {index}: {line}" for index in range(lines))
         return {"content": [{"type": "text", "text": text}]}
     return None
