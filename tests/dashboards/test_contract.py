@@ -88,9 +88,7 @@ def exported() -> dict[str, set[str]]:
     instruments.analysis_skipped.add(
         1, {semconv.SIDE: "server", semconv.MCP_METHOD_NAME: "tools/call", semconv.SKIP_REASON: "too_large"}
     )
-    instruments.host_over_limit.add(
-        1, {**payload, semconv.HOST: "claude-code", semconv.HOST_LIMIT: "tokens"}
-    )
+    instruments.host_over_limit.add(1, {**payload, semconv.HOST: "claude-code", semconv.HOST_LIMIT: "tokens"})
     instruments.tools.set(130, {semconv.SIDE: "server", semconv.SERVER_NAME: "crm"})
     _guard_actions(provider.get_meter("opentelemetry.instrumentation.mcp_tokens", "0.1.0"))
     text = generate_latest(registry).decode()
