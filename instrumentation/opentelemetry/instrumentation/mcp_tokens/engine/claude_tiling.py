@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import importlib
 import re
+from itertools import pairwise
 from typing import Any
 
 from ctok.constants import BOW_G, CAPS_G, EOW_G, ESCAPED_MARKER_LITERALS, MARKER_GLYPHS, SHIFT_G
@@ -70,7 +71,6 @@ class Tiler:
         self._segments = re.compile(
             f"( +|\t+|\n+|\u3000+|[{case}]*{bow}{body}*{eow}?|{body}+{eow}?|[{case}]+|{eow})"
         )
-        self._long_run = re.compile(rf"(.)\1{{{self._shortening_threshold()},}}", re.S)
         self._units = Memo(self._unit_cost, cache_entries)
         self._segment_costs = Memo(self._segment_cost, cache_entries)
         self._repeats: dict[str, list[int]] = {}
@@ -148,23 +148,37 @@ class Tiler:
         longest piece. Removing (or adding) one changes the count by one token, the best
         any c-piece does per character; beyond the threshold this holds for every length.
         """
-        if len(segment) < self._shortening_threshold():
-            return segment, 0
         threshold = self._shortening_threshold()
+        if len(segment) < threshold:
+            return segment, 0
         extra = 0
         pieces: list[str] = []
         last = 0
-        for match in self._long_run.finditer(segment):
-            ch = match.group(1)
+        for start, end, ch in self._long_runs(segment, threshold):
             longest, step = self._best_piece(ch)
-            run = match.end() - match.start()
-            blocks = (run - threshold) // longest
-            pieces.append(segment[last : match.start()])
-            pieces.append(ch * (run - blocks * longest))
+            blocks = (end - start - threshold) // longest
+            pieces.append(segment[last:start])
+            pieces.append(ch * (end - start - blocks * longest))
             extra += blocks * step
-            last = match.end()
+            last = end
         pieces.append(segment[last:])
         return "".join(pieces), extra
+
+    @staticmethod
+    def _long_runs(segment: str, threshold: int) -> list[tuple[int, int, str]]:
+        """(start, end, character) of runs of one character longer than `threshold`, found
+        without a backreference scan: a run twice the probe spacing long shows the same
+        character at two probes in a row, and only those characters are searched for. (A run
+        missed here is merely tiled in full.)"""
+        spacing = max(1, threshold // 2)
+        probes = segment[::spacing]
+        candidates = {a for a, b in pairwise(probes) if a == b}
+        runs = [
+            (match.start(), match.end(), ch)
+            for ch in candidates
+            for match in re.finditer(f"{re.escape(ch)}{{{threshold + 1},}}", segment)
+        ]
+        return sorted(runs)
 
     def _best_piece(self, ch: str) -> tuple[int, int]:
         """(length, tokens) of the cheapest-per-character way to tile a run of `ch`: its
