@@ -1,5 +1,6 @@
 # Everything bootstraps itself: a fresh clone needs only python3 (>= 3.10) and these targets.
-# Two environments, one per MCP SDK line; each installs this package editable with exact pins.
+# Two environments, one per MCP SDK line, and one for the Claude tests (Python >= 3.12); each
+# installs this package editable with exact pins.
 PYTHON ?= python3
 
 VENV   ?= .venv
@@ -13,9 +14,16 @@ VENV1  ?= .venv-mcp1
 BIN1   := $(VENV1)/bin
 STAMP1 := $(VENV1)/.installed
 
+# Exact Claude counts need ctok (the `claude` extra), which needs Python >= 3.12: a third
+# environment on the first such interpreter .ci/python312 finds (none: its tests are skipped).
+VENVC  ?= .venv-claude
+BINC   := $(VENVC)/bin
+STAMPC := $(VENVC)/.installed
+PYTHON_CLAUDE ?= $(shell sh .ci/python312)
+
 PYTEST_ARGS ?=
 
-.PHONY: all install install-mcp1 demo test lint typecheck unit unit-mcp1 bench bench-instrumented bench-loop-stall bench-startup clean
+.PHONY: all install install-mcp1 install-claude demo test lint typecheck unit unit-mcp1 unit-claude bench bench-claude bench-instrumented bench-loop-stall bench-startup clean
 
 all: test
 
@@ -35,8 +43,19 @@ $(STAMP1): pyproject.toml constraints-mcp1.txt
 	$(BIN1)/python -m pip install -q -c constraints-mcp1.txt -e '.[instruments,test]' fastmcp
 	touch $@
 
+$(STAMPC): pyproject.toml constraints-claude.txt
+	@if [ -z "$(PYTHON_CLAUDE)" ]; then \
+		echo "no Python >= 3.12 found (pyenv install 3.12, or PYTHON_CLAUDE=...): the Claude tests are skipped"; \
+	else \
+		$(PYTHON_CLAUDE) -m venv $(VENVC) && \
+		$(BINC)/python -m pip install -q --upgrade pip && \
+		$(BINC)/python -m pip install -q -c constraints-claude.txt -e '.[instruments,claude,test]' fastmcp && \
+		touch $@; \
+	fi
+
 install: $(STAMP)
 install-mcp1: $(STAMP1)
+install-claude: $(STAMPC)
 
 demo: $(BASE_STAMP)
 	$(PY) -m examples.demo
@@ -55,7 +74,12 @@ unit: $(STAMP)
 unit-mcp1: $(STAMP1)
 	$(BIN1)/python -m pytest $(PYTEST_ARGS) tests/integration tests/e2e tests/cli
 
-test: lint typecheck unit unit-mcp1
+# The tests marked `claude` (counts against ctok, the e2e under ENCODING=claude-4.7) on Python >= 3.12.
+unit-claude: $(STAMPC)
+	@if [ -x $(BINC)/python ]; then $(BINC)/python -m pytest $(PYTEST_ARGS) -m claude tests; \
+	else echo "unit-claude: skipped, no Python >= 3.12 found"; fi
+
+test: lint typecheck unit unit-mcp1 unit-claude
 
 # Every benchmark, each writing its table into docs/performance.md, then the README's summary
 # of them (`make bench PERF_DOC=` leaves both alone); fails at the end when a benchmark
@@ -70,6 +94,8 @@ bench: $(STAMP)
 		echo "== python -m tests.bench.$$run"; \
 		$(PY) -m tests.bench.$$run $(MARKDOWN) || missed="$$missed, $$run"; \
 	done; \
+	if [ -x $(BINC)/python ]; then echo "== .venv-claude: python -m tests.bench.claude"; \
+		$(BINC)/python -m tests.bench.claude $(MARKDOWN) || missed="$$missed, claude"; fi; \
 	if [ -n "$(PERF_DOC)" ]; then $(PY) -m tests.bench.summary --performance $(PERF_DOC); fi; \
 	if [ -n "$$missed" ]; then echo "missed a bound or failed: $${missed#, }"; exit 1; fi
 
@@ -81,9 +107,13 @@ bench-loop-stall: $(STAMP)
 bench-instrumented: $(STAMP)
 	$(PY) -m tests.bench.instrumented $(MARKDOWN)
 
+# Claude counting: MB/s and PSS against ctok and tiktoken o200k, in .venv-claude.
+bench-claude: $(STAMPC)
+	$(BINC)/python -m tests.bench.claude $(MARKDOWN)
+
 # What instrument() adds to a process's start (CPU time, alternating runs).
 bench-startup: $(STAMP)
 	$(PY) -m tests.bench.startup $(MARKDOWN)
 
 clean:
-	rm -rf $(VENV) $(VENV1) .mypy_cache .ruff_cache .pytest_cache build dist
+	rm -rf $(VENV) $(VENV1) $(VENVC) .mypy_cache .ruff_cache .pytest_cache build dist
