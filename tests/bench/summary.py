@@ -157,6 +157,24 @@ def exporters(body: str) -> list[tuple[str, str]]:
     return out
 
 
+def claude(body: str) -> list[tuple[str, str]]:
+    found = tables(body)
+    speed = found[0] if found else []
+    checks = {row.get("check", ""): row.get("measured", "") for row in (found[1] if len(found) > 1 else [])}
+    out = []
+    steady = checks.get("steady state, all corpora")
+    ratios = sorted(float(row["ours / ctok"].rstrip("x")) for row in speed if row.get("ours / ctok"))
+    if steady and ratios:
+        faster = f"{ratios[0]:g}x .. {ratios[-1]:g}x ctok's speed"
+        out.append(
+            ("Claude counts (claude-4.7, equal to ctok's), steady state, all corpora", f"{steady} ({faster})")
+        )
+    memory = [f"{name[len('memory, ') :]} {value}" for name, value in checks.items() if "(ours)" in name]
+    if memory:
+        out.append(("a loaded Claude tokenizer, its caches filled", "; ".join(memory)))
+    return out
+
+
 FIGURES: Sequence[tuple[str, Callable[[str], list[tuple[str, str]]]]] = (
     ("instrumented", tool_calls),
     ("startup", startup),
@@ -164,6 +182,7 @@ FIGURES: Sequence[tuple[str, Callable[[str], list[tuple[str, str]]]]] = (
     ("engine", engine),
     ("guard", guard),
     ("exporters", exporters),
+    ("claude", claude),
 )
 
 

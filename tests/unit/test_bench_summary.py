@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.bench.summary import NOT_MEASURED, startup, write_summary
+from tests.bench.summary import NOT_MEASURED, claude, startup, write_summary
 
 PERFORMANCE = """# Performance
 
@@ -37,7 +37,7 @@ def test_the_summary_quotes_the_benchmark_tables_and_their_machine(tmp_path: Pat
     assert "Measured on: Some CPU, 2 cores, 24 GiB, Linux 6.1, Python 3.11.7, mcp 2.3.0." in text
     # Benchmarks that wrote nothing say so rather than keep stale figures.
     assert re.search(r"\| \(instrumented benchmark\) +\| not measured +\|", text)
-    assert text.count(NOT_MEASURED) == 5
+    assert text.count(NOT_MEASURED) == 6
 
 
 def test_a_readme_without_the_section_is_an_error(tmp_path: Path) -> None:
@@ -59,6 +59,31 @@ STARTUP = """`python -m tests.bench.startup`
 |------------------------------------------|-----:|--------------:|----:|----:|-------|
 | MCP server: import, instrument(), patches | 30 | 31.0 | 26.3 | 46.7 | ok |
 """
+
+
+CLAUDE = """`python -m tests.bench.claude`
+
+| corpus | ours, steady | ctok | ours / ctok |
+|--------|---:|---:|---:|
+| prose | 13.4 | 0.20 | 67x |
+| cjk | 50.4 | 0.41 | 123x |
+
+| check | measured | bound | ok |
+|-------|---------:|------:|----|
+| steady state, all corpora | 12.2 MB/s | >= 10 MB/s | ok |
+| memory, claude-4.7 (ours) | 27.6 MB PSS | <= 100 MB | ok |
+| memory, tiktoken o200k_base | 55.2 MB PSS | | |
+"""
+
+
+def test_claude_quotes_the_steady_rate_its_speed_over_ctok_and_its_memory() -> None:
+    assert claude(CLAUDE) == [
+        (
+            "Claude counts (claude-4.7, equal to ctok's), steady state, all corpora",
+            "12.2 MB/s (67x .. 123x ctok's speed)",
+        ),
+        ("a loaded Claude tokenizer, its caches filled", "claude-4.7 (ours) 27.6 MB PSS"),
+    ]
 
 
 def test_start_up_quotes_the_inside_measurement_then_the_whole_process_pairs() -> None:

@@ -28,10 +28,12 @@ Configuration
 Every setting is an environment variable, and a keyword of ``instrument()`` with the
 lowercase name after the prefix (``OTEL_INSTRUMENTATION_MCP_TOKENS_CONTEXT_WINDOW`` is
 ``context_window=``). docs/telemetry.md lists them all with their defaults:
-``ENCODING`` (o200k_base), ``TOKENIZER_FILE``, ``TOKENIZER_PATTERN``, ``MAX_BYTES``,
+``ENCODING`` (o200k_base; ``claude-4.7`` or ``claude`` count Claude's tokens, exact with the
+``claude`` extra), ``TOKENIZER_FILE``, ``TOKENIZER_PATTERN``, ``MAX_BYTES``,
 ``IMAGE_MODEL``, ``RISK_THRESHOLDS``, ``OVERHEAD_PATTERN``, ``PADDING``,
 ``CONTEXT_WINDOW``, ``BUDGET_THRESHOLDS``, ``MAX_SCOPES``, ``SCOPE_IDLE_TTL``,
-``QUEUE_SIZE``, ``MAX_LABEL_VALUES``, ``CONTENT_MAX_CHARS``, ``ANALYSIS``; content capture
+``QUEUE_SIZE``, ``MAX_LABEL_VALUES``, ``CONTENT_MAX_CHARS``, ``ANALYSIS``, ``HOSTS``
+(hosts whose limits responses are checked against); content capture
 follows ``OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT`` (off by default).
 
 Counting happens off the response path, in a helper process that the first MCP exchange
