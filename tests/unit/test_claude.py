@@ -308,3 +308,11 @@ def test_truncate_at_25000_claude_tokens_delivers_between_90_and_100_percent() -
     assert guard.check(call, small) is small
     accountant.stop()
     assert cut >= 10  # most kinds were over the limit and cut
+
+
+def test_estimates_under_load_are_in_claudes_units_too() -> None:
+    from opentelemetry.instrumentation.mcp_tokens.analyst import Analyst  # noqa: PLC0415
+
+    counter = Analyst(Settings(encoding="claude-4.7")).estimator().counter
+    assert (counter.name, counter.exact) == ("claude-4.7", False)
+    assert Analyst(Settings()).estimator().counter.name == "estimate"

@@ -25,11 +25,13 @@ from typing import TYPE_CHECKING
 from . import semconv
 from .config import Settings
 from .engine.analysis import Analysis, Analyzer, AnalyzerOptions, PayloadKind, payload_texts
+from .engine.claude_estimate import claude_estimate
+from .engine.claude_names import is_claude
 from .engine.compact import compact_json
 from .engine.estimate import EstimateTokenizer
 from .engine.hosts import HOSTS, ResultSize, crossed_result_limits, text_size, token_encodings
 from .engine.ledger import BudgetLedger, BudgetSnapshot
-from .engine.tokenizer import TokenCounter, TokenizerLoader, TokenizerSpec
+from .engine.tokenizer import TokenCounter, Tokenizer, TokenizerLoader, TokenizerSpec
 from .labels import LabelFolder, ServerLabels, SharedListings, clean_text
 from .pacing import PACING, Pacing
 
@@ -198,10 +200,16 @@ class Analyst:
             # No cache: an estimate costs about what a lookup does, and a second cache would
             # keep another 8 Mi characters of texts alive.
             counter = TokenCounter(
-                EstimateTokenizer(), max_bytes=self.settings.max_bytes, threads=1, cache_entries=0
+                self._estimate_tokenizer(), max_bytes=self.settings.max_bytes, threads=1, cache_entries=0
             )
             self._estimator = Analyzer(counter, self._options())
         return self._estimator
+
+    def _estimate_tokenizer(self) -> Tokenizer:
+        """The estimate in the configured encoding's units: Claude's for a Claude encoding."""
+        if self.settings.tokenizer_file is None and is_claude(self.settings.encoding):
+            return claude_estimate(self.settings.encoding)
+        return EstimateTokenizer()
 
     def _options(self) -> AnalyzerOptions:
         return AnalyzerOptions(

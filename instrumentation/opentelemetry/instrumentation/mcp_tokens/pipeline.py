@@ -104,11 +104,16 @@ class Pipeline:
             reason = semconv.SKIP_ERROR
         elif backlog:
             reason = semconv.SKIP_BACKLOG
-        elif analysis.encoding == "estimate":
+        elif analysis.encoding == "estimate" or self._tokenizer_inexact():
             reason = semconv.SKIP_NO_TOKENIZER
         else:
             reason = semconv.SKIP_OVER_MAX_BYTES
         self.recorder.record_skip(exchange, reason)
+
+    def _tokenizer_inexact(self) -> bool:
+        # A Claude encoding without ctok counts with its estimate under its own name.
+        status = self.worker.status
+        return status is not None and not status.exact
 
     def _duration_attributes(self, exchange: Exchange, target: str) -> dict[str, AttributeValue]:
         # Empty values would become empty OTLP attributes (Prometheus drops them anyway).
