@@ -204,3 +204,37 @@ def test_the_report_reads_the_hosts_setting() -> None:
     env = {"OTEL_INSTRUMENTATION_MCP_TOKENS_HOSTS": "vscode,codex"}
     assert ReportSettings.from_env(env, pid=1).hosts == ("vscode", "codex")
     assert ReportSettings.from_env({"OTEL_INSTRUMENTATION_MCP_TOKENS_HOSTS": "nope"}, pid=1).hosts == ()
+
+
+def test_the_report_exporter_and_top_read_the_host_metrics(analyst: Analyst) -> None:
+    """Through the real instruments: the report exporter's own reader, and top's parse of the
+    Prometheus exporter's text."""
+    from opentelemetry.exporter.mcp_tokens.report.exporter import McpTokensReportExporter  # noqa: PLC0415
+    from opentelemetry.exporter.mcp_tokens.report.prometheus import snapshot_from_text  # noqa: PLC0415
+    from opentelemetry.exporter.prometheus import PrometheusMetricReader  # noqa: PLC0415
+    from opentelemetry.sdk.metrics.export import PeriodicExportingMetricReader  # noqa: PLC0415
+    from prometheus_client import CollectorRegistry, generate_latest  # noqa: PLC0415
+
+    exporter = McpTokensReportExporter(settings=ReportSettings(terminal=False, hosts=("vscode",)))
+    registry = CollectorRegistry()
+    readers = [PeriodicExportingMetricReader(exporter, 3_600_000), PrometheusMetricReader(registry=registry)]
+    provider = MeterProvider(metric_readers=readers, shutdown_on_exit=False)
+    recorder = Recorder(Instruments(provider.get_meter("opentelemetry.instrumentation.mcp_tokens")))
+    lines = "\n".join(f"line {n}" for n in range(400))
+    call = Exchange(side=Side.SERVER, method="tools/call", target="dump", end_ns=1)
+    recorder.record_findings(
+        call, analyst.analyse(_job("tools/call", PayloadKind.TOOL_RESULT), None, _result(lines))
+    )
+    tools = [{"name": f"t{n}", "inputSchema": {"type": "object"}} for n in range(130)]
+    listing = Exchange(side=Side.SERVER, method="tools/list", end_ns=1)
+    recorder.record_findings(
+        listing, analyst.analyse(_job("tools/list", PayloadKind.TOOL_LIST), None, {"tools": tools})
+    )
+    text = generate_latest(registry).decode()
+    provider.shutdown()
+
+    want = ["VS Code (Copilot): files lists 130 tools (it takes 128)", "Codex CLI: 1 response over 256 lines"]
+    assert exporter.report is not None and exporter.report.hosts is not None
+    assert exporter.report.hosts.summary() == want
+    scraped = build_report(snapshot_from_text(text), hosts=("vscode",)).hosts
+    assert scraped is not None and scraped.summary() == want

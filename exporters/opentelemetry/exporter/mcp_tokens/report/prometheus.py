@@ -35,8 +35,9 @@ _COUNTERS = {
     "mcp_tokens_budget_crossings_total": semconv.BUDGET_CROSSINGS,
     "mcp_tokens_padding_detections_total": semconv.PADDING_DETECTIONS,
     "mcp_tokens_analysis_skipped_total": semconv.ANALYSIS_SKIPPED,
+    "mcp_tokens_host_over_limit_total": semconv.HOST_OVER_LIMIT,
 }
-_GAUGES = {"mcp_tokens_tool_definition": semconv.TOOL_DEFINITION}
+_GAUGES = {"mcp_tokens_tool_definition": semconv.TOOL_DEFINITION, "mcp_tokens_tools": semconv.TOOLS}
 _ATTRIBUTES = {
     name.replace(".", "_"): name
     for name in (
@@ -53,6 +54,8 @@ _ATTRIBUTES = {
         semconv.PADDING_REASON,
         semconv.SKIP_REASON,
         semconv.ERROR_TYPE,
+        semconv.HOST,
+        semconv.HOST_LIMIT,
     )
 }
 

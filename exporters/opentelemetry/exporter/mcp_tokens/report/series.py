@@ -32,6 +32,8 @@ REPORTED_METRICS: frozenset[str] = frozenset(
         semconv.PADDING_DETECTIONS,
         semconv.ANALYSIS_DURATION,
         semconv.ANALYSIS_SKIPPED,
+        semconv.HOST_OVER_LIMIT,
+        semconv.TOOLS,
     }
 )
 # Peers choose tool and server names: a process could otherwise make the report grow without
