@@ -59,6 +59,14 @@ def test_counters_add_up_and_a_listing_is_taken_from_the_latest_change() -> None
     assert list(merge([second, first])) == [total, tool, busy]  # first-seen order
 
 
+def test_a_servers_tool_count_is_a_listing_too_never_a_sum_over_workers() -> None:
+    tools = key(
+        Family("mcp_tokens_tools", "gauge", "Tools in each server's latest tools/list.", ""),
+        "mcp_tokens_tools",
+    )
+    assert merge([{tools: (130.0, 5.0)}, {tools: (130.0, 4.0)}, {tools: (128.0, 1.0)}]) == {tools: 130.0}
+
+
 def test_what_exited_workers_counted_stays_and_their_live_gauges_go() -> None:
     total = key(COUNTER, "mcp_tokens_overhead_total")
     tool = key(LISTING, "mcp_tokens_tool_definition", tool="search")

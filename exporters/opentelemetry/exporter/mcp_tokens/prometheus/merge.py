@@ -3,9 +3,10 @@
 - Counters and histograms (every `_bucket`, `_count`, `_sum`) are summed over all processes,
   those still running and those that exited: a worker that exits must not take its counts
   with it, or the server's counters would go backwards.
-- Listing gauges (`LISTING_GAUGES`: the tool-definition gauge) describe a listing every
-  worker sees alike; summing them would multiply the definition tax by the number of
-  workers. The value last changed wins, whichever process (running or exited) changed it.
+- Listing gauges (`LISTING_GAUGES`: the tool-definition gauge, the tool count) describe a
+  listing every worker sees alike; summing them would multiply the definition tax (and a
+  server's tool count) by the number of workers. The value last changed wins, whichever
+  process (running or exited) changed it.
 - Other gauges (UpDownCounters such as active requests, process gauges) are summed over the
   processes still running, as prometheus_client's `livesum` mode does.
 
@@ -25,7 +26,7 @@ from .samples import Family, SampleKey
 Stamped = tuple[float, float]  # (value, unix time it last changed)
 
 # Prometheus family names of gauges that describe a listing (same in every worker).
-LISTING_GAUGES = frozenset({"mcp_tokens_tool_definition"})
+LISTING_GAUGES = frozenset({"mcp_tokens_tool_definition", "mcp_tokens_tools"})
 
 
 class Policy(Enum):
