@@ -139,7 +139,8 @@ class ClaudeTokenizer:
     def prefix(self, text: str, budget: int, count: Callable[[str], int]) -> tuple[int, int]:
         """(characters, tokens) of a long prefix of `text` that counts at most `budget` on
         its own, by `count` (the caller's exact count; see `prefix.search_prefix`)."""
-        return search_prefix(text, budget, count)
+        longest = (budget + 1) * self.max_token_chars + 1  # no longer prefix can fit (min_tokens)
+        return search_prefix(text, budget, count, max_chars=longest)
 
     def _count(self, text: str) -> int:
         norm = self.normalise(text)
@@ -271,27 +272,55 @@ class ClaudeTokenizer:
     def _learn(self, token: str) -> None:
         run = token.rstrip()
         space = token[len(run) :]
-        tables = self._tables
-        left_sensitive = tables.sensitive(run[0])
-        right = ""
-        if tables.sensitive(run[-1]):
-            right = " " if space[:1] == " " and space[1:2] != " " else "\n"
-        parts = tables.split(run)
-        first, last = parts[0], parts[-1]
-        if len(parts) == 1:
-            cost, opens_bow, ends_eow = self._part(" " if left_sensitive else "", run, right)
-            other = self._part("\n", run, right)[0] if left_sensitive else cost
+        left = " " if self._tables.sensitive(run[0]) else ""
+        right = self._right_context(run, space)
+        if left:
+            cost, opens_bow, ends_eow = self._parts_cost(left, run, right)
+            other = self._parts_cost("\n", run, right)[0]
         else:
-            head, opens_bow, _ = self._part(" " if left_sensitive else "", first, "")
-            other_head = self._part("\n", first, "")[0] if left_sensitive else head
-            tail, _, ends_eow = self._part("", last, right)
-            middle = sum(map(self._inner.__getitem__, parts[1:-1]))
-            cost = head + middle + tail
-            other = other_head + middle + tail
+            cost, opens_bow, ends_eow = self._parts_cost("", run, right)
+            other = cost
         if other != cost:
             self._delta[token] = other - cost
         self._cost[token] = cost + (self._space(space) if space else 0)
         self._flags[token] = (space == " " and ends_eow) << 1 | opens_bow
+
+    def _right_context(self, run: str, space: str) -> str:
+        """What a run's last part sees after it: " " (one space: ⟨eow⟩ for punctuation),
+        "\n" (other whitespace, or two spaces), "" (its end does not care)."""
+        if not run or not self._tables.sensitive(run[-1]):
+            return ""
+        return " " if space[:1] == " " and space[1:2] != " " else "\n"
+
+    def _parts_cost(self, left: str, run: str, right: str) -> tuple[int, bool, bool]:
+        """(tokens, opens with [case]⟨bow⟩, ends with ⟨eow⟩) of a whitespace-free run between
+        `left` and `right`, part by part (the parts between the first and the last depend
+        on nothing around them)."""
+        if len(run) > self._chunk_chars:
+            return self._long_parts_cost(left, run, right)
+        parts = self._tables.split(run)
+        if len(parts) == 1:
+            return self._part(left, run, right)
+        first, opens_bow, _ = self._part(left, parts[0], "")
+        last, _, ends_eow = self._part("", parts[-1], right)
+        return first + sum(map(self._inner.__getitem__, parts[1:-1])) + last, opens_bow, ends_eow
+
+    def _long_parts_cost(self, left: str, run: str, right: str) -> tuple[int, bool, bool]:
+        """`_parts_cost` for a run too long to split into one list (megabytes without
+        whitespace): its parts one at a time."""
+        parts = self._tables.split_lazily(run)
+        first_part = next(parts)
+        inner = self._inner
+        middle, previous = 0, None
+        for part in parts:
+            if previous is not None:
+                middle += inner[previous]
+            previous = part
+        if previous is None:
+            return self._part(left, first_part, right)
+        first, opens_bow, _ = self._part(left, first_part, "")
+        last, _, ends_eow = self._part("", previous, right)
+        return first + middle + last, opens_bow, ends_eow
 
     def _space(self, space: str) -> int:
         hit = self._spaces.get(space)
@@ -328,23 +357,23 @@ class ClaudeTokenizer:
         return hit
 
     def _head(self, raw_head_space: bool, lead: str, token: str) -> int:
-        """The first token with the whitespace before it, as the message frame reads them."""
+        """The first token with the whitespace before it, as the message frame reads them: its
+        first part is decorated at the head of the message, the others as anywhere."""
         run = token.rstrip()
         space = token[len(run) :]
-        parts = self._tables.split(run) if run else [run]
-        right = ""
-        if run and self._tables.sensitive(run[-1]):
-            right = " " if space[:1] == " " and space[1:2] != " " else "\n"
-        first_right = right if len(parts) == 1 else ""
+        right = self._right_context(run, space)
+        parts = self._tables.split_lazily(run) if run else iter([run])
+        first = next(parts, "")
+        rest = run[len(first) :]
+        first_right = "" if rest else right
         prefix, out = self._decorator.decorate(
-            lead + parts[0] + first_right, head=True, raw_head_space=raw_head_space
+            lead + first + first_right, head=True, raw_head_space=raw_head_space
         )
         if first_right:
             out.pop()
         total = self._tiler.tile(prefix + "".join(out))
-        if len(parts) > 1:
-            total += sum(map(self._inner.__getitem__, parts[1:-1]))
-            total += self._part("", parts[-1], right)[0]
+        if rest:
+            total += self._parts_cost("", rest, right)[0]
         return total + (self._space(space) if space else 0)
 
 

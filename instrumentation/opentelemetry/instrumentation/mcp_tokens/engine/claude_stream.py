@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import importlib
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from typing import Any
 
 from ctok.constants import (
@@ -131,6 +131,11 @@ class CharTables:
         """The independent parts of a whitespace-free run."""
         parts: list[str] = (self.ascii_parts if run.isascii() else self.parts).findall(run)
         return parts
+
+    def split_lazily(self, run: str) -> Iterator[str]:
+        """The same parts one at a time, for runs too long to hold as a list of parts."""
+        for match in (self.ascii_parts if run.isascii() else self.parts).finditer(run):
+            yield match.group()
 
     def sensitive(self, ch: str) -> bool:
         """Whether a run starting or ending with `ch` takes border markers next to whitespace."""

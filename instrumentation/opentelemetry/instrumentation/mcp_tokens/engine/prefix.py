@@ -21,29 +21,52 @@ ATTEMPTS = 24
 SNAP_CHARS = 64
 
 
-def search_prefix(text: str, budget: int, count: Callable[[str], int]) -> tuple[int, int]:
+def search_prefix(
+    text: str,
+    budget: int,
+    count: Callable[[str], int],
+    *,
+    max_chars: int | None = None,
+    chars_per_token: float = 3.0,
+) -> tuple[int, int]:
     """(characters, tokens) of a prefix of `text` whose own count (`count`) is at most
-    `budget`, as close to it as the search gets; (0, 0) when nothing fits."""
+    `budget`, as close to it as the search gets; (0, 0) when nothing fits.
+
+    Only prefixes are counted, never the whole text: the first guess is `chars_per_token`
+    characters per token of budget, and no prefix longer than `max_chars` is tried (the
+    tokenizer's bound past which none can fit)."""
     if budget <= 0 or not text:
         return 0, 0
-    high, high_tokens = len(text), count(text)
-    if high_tokens <= budget:
-        return high, high_tokens
+    limit = len(text) if max_chars is None else max(1, min(len(text), max_chars))
     low, low_tokens = 0, 0
+    high, high_tokens = limit + 1, -1  # -1: no prefix over the budget seen yet
+    cut = min(limit, max(1, int(budget * chars_per_token)))
     for _ in range(ATTEMPTS):
-        if high - low <= 1:
-            break
-        share = (budget - low_tokens) / max(1, high_tokens - low_tokens)
-        guess = low + int((high - low) * share)
-        cut = _snapped(text, min(max(guess, low + 1), high - 1), low)
+        cut = _snapped(text, cut, low)
         tokens = count(text[:cut])
         if tokens <= budget:
             low, low_tokens = cut, tokens
-            if tokens >= FILL * budget:
+            if cut >= limit or tokens >= FILL * budget:
                 break
         else:
             high, high_tokens = cut, tokens
+        if high - low <= 1:
+            break
+        cut = _next_guess(budget, (low, low_tokens), (high, high_tokens), limit)
     return low, low_tokens
+
+
+def _next_guess(budget: int, fitting: tuple[int, int], over: tuple[int, int], limit: int) -> int:
+    """Where the budget runs out, from the fitting prefix and the prefix over it (secant),
+    or from the fitting prefix's rate alone while nothing over it is known; each prefix
+    is given as (chars, tokens)."""
+    low, low_tokens = fitting
+    high, high_tokens = over
+    if high_tokens < 0:
+        rate = low / max(1, low_tokens)
+        return min(limit, max(low + 1, int(budget * rate)))
+    share = (budget - low_tokens) / max(1, high_tokens - low_tokens)
+    return min(max(low + int((high - low) * share), low + 1), high - 1)
 
 
 def _snapped(text: str, cut: int, floor: int) -> int:
