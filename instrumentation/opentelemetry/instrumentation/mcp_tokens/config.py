@@ -24,8 +24,9 @@ from .engine.risk import RiskThresholds
 _logger = logging.getLogger(__name__)
 
 PREFIX = "OTEL_INSTRUMENTATION_MCP_TOKENS_"
-# Where the analysis runs (ANALYSIS): a helper process (default), or a thread of the
-# application (where child processes are unwelcome; the analysis then shares the GIL).
+# Where the analysis runs (ANALYSIS): the user's counting service, a process shared by every
+# instrumented process of the user (default), or a thread of the application (where child
+# processes are unwelcome; the analysis then shares the GIL).
 ANALYSIS_PROCESS = "process"
 ANALYSIS_THREAD = "thread"
 CAPTURE_CONTENT_ENV = "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT"
@@ -58,6 +59,12 @@ class Settings:
     capture_content: bool = False
     content_max_chars: int = 4096
     analysis: str = ANALYSIS_PROCESS
+    # The counting service (counting/): where its sockets live (default: the user's runtime
+    # directory), its counting processes (0: one per two cores, at most four), and how long
+    # it stays once its last client has gone.
+    counter_dir: str | None = None
+    counter_processes: int = 0
+    counter_idle_timeout: float = 300.0
     guard: str = GUARD_OFF
     guard_max_result_tokens: int = semconv.HOST_RESULT_CAP
     # (tool name, limit) pairs; a limit of 0 lifts the limit for that tool.
@@ -66,6 +73,12 @@ class Settings:
     guard_repeat_limit: int = 0
     guard_repeat_window: float = 60.0
     guard_notice: str | None = None
+
+    @property
+    def counting_processes(self) -> int:
+        if self.counter_processes > 0:
+            return self.counter_processes
+        return max(1, min(4, (os.cpu_count() or 1) // 2))
 
     @property
     def guard_enabled(self) -> bool:
@@ -186,6 +199,9 @@ _PARSERS: dict[str, Callable[[str], Any]] = {
     "capture_content": _boolean,
     "content_max_chars": _positive_int,
     "analysis": _analysis_mode,
+    "counter_dir": _text,
+    "counter_processes": _non_negative_int,
+    "counter_idle_timeout": _positive_float,
     "guard": _choice(GUARD_MODES),
     "guard_max_result_tokens": _positive_int,
     "guard_tool_limits": _tool_limits,

@@ -435,7 +435,7 @@ class TokenizerLoader:
         with self._lock:
             if self._thread is not None:
                 return
-            self._thread = threading.Thread(target=self._run, name="mcp-tokens-tokenizer", daemon=True)
+            self._thread = threading.Thread(target=self.run, name="mcp-tokens-tokenizer", daemon=True)
             self._thread.start()
 
     def ready(self) -> bool:
@@ -463,7 +463,8 @@ class TokenizerLoader:
         """When loading finished (`time.time_ns()`), 0 until then."""
         return self._loaded_ns
 
-    def _run(self) -> None:
+    def run(self) -> None:
+        """Load on this thread (`start` runs this on a daemon thread)."""
         try:
             self._tokenizer, self._error = _load(self._spec)
             # Off everyone's path now, rather than inside the first long text's analysis.
@@ -488,8 +489,8 @@ class TokenCounter:
       for 64K), and every other thread of the process waits meanwhile. ASCII text is its
       own UTF-8, so its chunks cost no such wait.
     - An internal error makes that one count an estimate with `exact=False` (logged once).
-    - `pause`, if given, is called before each chunk: where the caller waits for a quiet
-      moment (the analysis helper waits while the application has calls in flight).
+    - `pause`, if given, is called before each chunk: where the caller hands the GIL over
+      (the analysis on a thread of the application).
     """
 
     def __init__(

@@ -52,7 +52,7 @@ from .v2_common import (
 from .v2_server import LoopSession
 from .v2_server_call import current_server_call
 from .v2_spans import Adoption, Handoff, adopting_otel_span
-from .v2_transport import CLIENT_TRANSPORT, DIRECT_DISPATCH, NO_TRANSPORT
+from .v2_transport import CLIENT_TRANSPORT, NO_TRANSPORT
 from .wrapping import PatchSet
 
 if TYPE_CHECKING:
@@ -181,7 +181,6 @@ class ClientHooks:
             return await wrapped(*args, **kwargs)
         span = safely(self._reporter.open_span, call, SpanKind.CLIENT, None)
         args, kwargs = safely(_inject, call, span, args, kwargs) or (args, kwargs)
-        direct = DIRECT_DISPATCH.set(True)
         try:
             with current(span):
                 result = await wrapped(*args, **kwargs)
@@ -194,7 +193,6 @@ class ClientHooks:
             safely(self._reporter.succeeded, call, result)
             return result
         finally:
-            reset_quietly(DIRECT_DISPATCH, direct)
             safely(self._reporter.close, call)
             call.handoff.abandon()
 
