@@ -232,7 +232,7 @@ class RemoteMeasure:
         self._reader = protocol.FrameReader()
         hello = self._read_answer()
         if "error" in hello:
-            raise ServiceUnavailable(f"the counting service cannot cut with {self._settings.encoding}")
+            raise TokenizerUnavailable(f"the guard cannot cut with {self._settings.encoding}")
         self.name, self.max_token_bytes = str(hello["name"]), max(1, int(hello["max_token_bytes"]))
 
     def count(self, text: str) -> int:

@@ -41,6 +41,9 @@ class GuardServer:
         self._measures: dict[int, Measure | None] = {}
         self._askers: dict[socket.socket, _Asker] = {}
         self.last_activity = time.monotonic()
+        # Found before the counting processes fork (the supervisor builds this first): it
+        # walks every token, and later would leave garbage all over the shared heap.
+        getattr(tokenizer, "max_token_bytes", None)
 
     @property
     def clients(self) -> int:

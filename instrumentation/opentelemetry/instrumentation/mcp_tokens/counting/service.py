@@ -32,7 +32,9 @@ import sys
 import time
 from typing import Any
 
-from opentelemetry.instrumentation.mcp_tokens.analyst import Counters
+from opentelemetry.instrumentation.mcp_tokens.analyst import Analyst, Counters, Job
+from opentelemetry.instrumentation.mcp_tokens.config import Settings
+from opentelemetry.instrumentation.mcp_tokens.engine.analysis import PayloadKind
 from opentelemetry.instrumentation.mcp_tokens.engine.tokenizer import TokenizerSpec
 
 from .address import Address, ensure_directory
@@ -130,8 +132,7 @@ class Supervisor:
         # Loaded before any thread or fork: the counting processes inherit it.
         self._counters = Counters.load(spec, threads=1)
         self._guard = GuardServer(guard_listener, self._counters.tokenizer)
-        gc.collect()
-        gc.freeze()
+        _settle_heap(self._counters)
         for slot in range(processes):
             self._spawn(slot)
 
@@ -198,6 +199,20 @@ class Supervisor:
     def _schedule_respawn(self, slot: int) -> None:
         _, pause = self._respawn.get(slot, (0.0, _FIRST_RESPAWN_S))
         self._respawn[slot] = (time.monotonic() + pause, min(_MAX_RESPAWN_S, 2 * pause))
+
+
+def _settle_heap(counters: Counters) -> None:
+    """Make the heap the counting processes will share as final as it can be before they
+    fork: one analysis of a sample imports what the engine imports lazily and compiles its
+    patterns here, once, and the surviving objects leave the collector's generations, so
+    collections in the children do not touch (and copy) their pages."""
+    sample = {"content": [{"type": "text", "text": 'Sample {"rows": [1, 2]}\u200b ' * 64}]}
+    job = Job(
+        0, "server", "tools/call", "t", "s", None, 0, PayloadKind.TOOL_ARGUMENTS, PayloadKind.TOOL_RESULT
+    )
+    Analyst(Settings(), counters).analyse(job, {"q": "sample"}, sample)
+    gc.collect()
+    gc.freeze()
 
 
 def _die_with(parent: int) -> None:

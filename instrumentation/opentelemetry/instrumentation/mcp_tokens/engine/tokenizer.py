@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import functools
 import gzip
 import hashlib
 import logging
@@ -266,6 +267,11 @@ class TiktokenTokenizer:
         self.chunkable = chunkable
         self._count_native = _buffer_counter(encoding)
 
+    @functools.cached_property
+    def max_token_bytes(self) -> int:
+        """The longest token, in bytes: every count is at least a text's UTF-8 size over it."""
+        return max(map(len, self.encoding.token_byte_values()))
+
     def count(self, text: str) -> int:
         if self._count_native is None:
             return len(self.encoding.encode_ordinary(text))
@@ -433,7 +439,7 @@ class TokenizerLoader:
     def start(self) -> None:
         """Start loading (once; later calls do nothing)."""
         with self._lock:
-            if self._thread is not None:
+            if self._thread is not None or self._loaded.is_set():  # started, or `run` loaded it
                 return
             self._thread = threading.Thread(target=self.run, name="mcp-tokens-tokenizer", daemon=True)
             self._thread.start()
@@ -479,8 +485,8 @@ class TokenizerLoader:
 class TokenCounter:
     """Counts text with one tokenizer: cached, capped, chunked, never raising.
 
-    - Strings up to `cacheable_chars` go through an LRU bounded by `cache_entries` and
-      `cache_chars` (the characters it keeps alive); `cache_entries=0` disables it.
+    - Strings up to `cacheable_chars` go through an LRU of `cache_entries` (cache.py; it
+      keeps no text alive); `cache_entries=0` disables it.
     - Texts over `max_bytes` of UTF-8 get the content-aware estimate, `exact=False`.
     - Longer texts than `chunk_chars` are counted in exact chunks (see chunking.py) on up
       to `threads` threads (default min(2, CPUs)), so memory stays bounded. Texts with
@@ -502,7 +508,6 @@ class TokenCounter:
         non_ascii_chunk_chars: int = 1 << 16,
         threads: int | None = None,
         cache_entries: int = 4096,
-        cache_chars: int = 8 << 20,
         cacheable_chars: int = 64 << 10,
         pause: Callable[[], None] | None = None,
     ) -> None:
@@ -512,7 +517,6 @@ class TokenCounter:
             ("non_ascii_chunk_chars", non_ascii_chunk_chars, 1),
             ("threads", 1 if threads is None else threads, 1),
             ("cache_entries", cache_entries, 0),
-            ("cache_chars", cache_chars, 0),
             ("cacheable_chars", cacheable_chars, 0),
         ):
             if value < least:
@@ -524,9 +528,9 @@ class TokenCounter:
         self._chunk_chars = chunk_chars
         self._non_ascii_chunk_chars = min(chunk_chars, non_ascii_chunk_chars)
         self._threads = default_threads() if threads is None else threads
-        self._cache: CountCache[TokenCount] = CountCache(cache_entries, cache_chars)
+        self._cache: CountCache[TokenCount] = CountCache(cache_entries)
         self._cache_get = self._cache.get
-        self._cacheable_chars = min(cacheable_chars, cache_chars) if self._cache.enabled else -1
+        self._cacheable_chars = cacheable_chars if self._cache.enabled else -1
         self._failed_once = False
         self._pause = pause
 

@@ -103,7 +103,7 @@ class GuardTokenizer:
     def wait(self, timeout: float | None = None) -> bool:
         """Wait until the measure is ready (tests, benchmarks); whether it is."""
         self.start()
-        return self._ready.wait(timeout) and self._measure is not None
+        return self._ready.wait(timeout)
 
     def measure(self) -> Measuring:
         """The ready measure; raises TokenizerUnavailable when none is (or will be)."""
@@ -117,6 +117,9 @@ class GuardTokenizer:
             if self._remote is not None:
                 try:
                     self._measure = self._remote()
+                    return
+                except TokenizerUnavailable as exc:  # the service runs, but cannot cut with it
+                    _logger.warning("mcp-tokens: results are delivered unguarded (%s)", exc)
                     return
                 except Exception as exc:
                     _logger.warning("mcp-tokens: the guard counts in this process (%s)", exc)
@@ -137,7 +140,7 @@ def measure_of(tokenizer: Tokenizer, max_bytes: int) -> Measure | None:
         )
         return None
     counter = TokenCounter(tokenizer, max_bytes=max_bytes, threads=1, cache_entries=256)
-    return Measure(counter, tokenizer.encoding, max(map(len, tokenizer.encoding.token_byte_values())))
+    return Measure(counter, tokenizer.encoding, tokenizer.max_token_bytes)
 
 
 class Measure:
