@@ -94,8 +94,11 @@ def otlp_env(service: str, endpoint: str, export_interval_ms: int = 500) -> dict
     }
 
 
-# Where the counting service lives is the machine's, not a caller's setting: children share it.
-_KEPT_OTEL = frozenset({"OTEL_INSTRUMENTATION_MCP_TOKENS_COUNTER_DIR"})
+# Where the counting service lives is the machine's, not a caller's setting: children share
+# it; and how long their spans wait for exact counts is the test suite's.
+_KEPT_OTEL = frozenset(
+    {"OTEL_INSTRUMENTATION_MCP_TOKENS_COUNTER_DIR", "OTEL_INSTRUMENTATION_MCP_TOKENS_SPAN_WAIT"}
+)
 
 
 def child_env(extra: Mapping[str, str]) -> dict[str, str]:

@@ -13,6 +13,10 @@ from pathlib import Path
 import pytest
 
 _VARIABLE = "OTEL_INSTRUMENTATION_MCP_TOKENS_COUNTER_DIR"
+_SPAN_WAIT = "OTEL_INSTRUMENTATION_MCP_TOKENS_SPAN_WAIT"
+# Tests assert exact counts on spans: on a busy test machine the counter, at idle priority,
+# can take longer than a span's default second, so spans of the tests wait longer.
+SPAN_WAIT_S = "120"
 
 
 @pytest.fixture(scope="session", autouse=True)
@@ -21,15 +25,17 @@ def counting_service_directory() -> Iterator[Path]:
     service in a fresh directory, not the user's; it is stopped when the session ends."""
     base = Path(tempfile.mkdtemp(prefix="mct-suite-"))
     directory = base / "counter"
-    previous = os.environ.get(_VARIABLE)
+    previous = {name: os.environ.get(name) for name in (_VARIABLE, _SPAN_WAIT)}
     os.environ[_VARIABLE] = str(directory)
+    os.environ[_SPAN_WAIT] = SPAN_WAIT_S
     try:
         yield directory
     finally:
-        if previous is None:
-            os.environ.pop(_VARIABLE, None)
-        else:
-            os.environ[_VARIABLE] = previous
+        for name, value in previous.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
         _stop_services(directory)
         shutil.rmtree(base, ignore_errors=True)
 

@@ -343,10 +343,10 @@ class _Span:
         self.ended = False
 
 
-def test_a_span_waits_at_most_span_wait_s_and_its_exact_count_still_comes() -> None:
+def test_a_span_waits_at_most_span_wait_and_its_exact_count_still_comes() -> None:
     link = ScriptedLink(hold=True)
     sink = Sink()
-    worker = make_worker([link], sink, options=Options(span_wait_s=0.2))
+    worker = make_worker([link], sink, Settings(span_wait=0.2))
     item = exchange(span=_Span())
     started = time.monotonic()
     worker.submit(item)
@@ -360,7 +360,7 @@ def test_a_span_waits_at_most_span_wait_s_and_its_exact_count_still_comes() -> N
 
 def test_a_span_answered_in_time_is_not_ended_early() -> None:
     sink = Sink()
-    worker = make_worker([ScriptedLink()], sink, options=Options(span_wait_s=0.1))
+    worker = make_worker([ScriptedLink()], sink, Settings(span_wait=0.1))
     item = exchange(span=_Span())
     worker.submit(item)
     assert worker.force_flush(5)

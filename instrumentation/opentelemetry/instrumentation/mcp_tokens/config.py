@@ -55,6 +55,9 @@ class Settings:
     max_scopes: int = 10_000
     scope_idle_ttl: float = 3600.0
     queue_size: int = 1024
+    # How long after its call a span may wait for its exact count before it ends with an
+    # estimate (the exact count still reaches the metrics).
+    span_wait: float = 1.0
     max_label_values: int = 200
     capture_content: bool = False
     content_max_chars: int = 4096
@@ -195,6 +198,7 @@ _PARSERS: dict[str, Callable[[str], Any]] = {
     "max_scopes": _positive_int,
     "scope_idle_ttl": _positive_float,
     "queue_size": _positive_int,
+    "span_wait": _positive_float,
     "max_label_values": _positive_int,
     "capture_content": _boolean,
     "content_max_chars": _positive_int,

@@ -5,7 +5,7 @@ Patches call `Pipeline.submit(exchange)` when a response completes (or fails). T
 exchange back exactly once: with its findings (`record`), or, when exact counting could
 not have it (the queue was full, the service went away, the instrumentation stopped),
 for an estimate from its length (`estimate`). Either way every payload reaches the token
-metrics. A span whose findings are not back `span_wait_s` after its call ends with the
+metrics. A span whose findings are not back `SPAN_WAIT` after its call ends with the
 estimate (`end_span_late`) and its exact count still reaches the metrics.
 
 Estimates from length use the tokens per character that exact counts of the same kind of

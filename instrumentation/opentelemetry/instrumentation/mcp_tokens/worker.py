@@ -10,7 +10,7 @@ The first exchange starts the thread (`mcp-tokens-analysis`), which connects to 
 user's counting service (counting/, started if none runs) and then, for every exchange:
 encodes its payloads for the service a short step at a time, handing the GIL to a waiting
 thread (an event loop) every `slice_s`; hands the findings that come back to the sink
-(the pipeline records them); and ends a span that waited `span_wait_s` for its findings
+(the pipeline records them); and ends a span that waited `SPAN_WAIT` for its findings
 with an estimate (the exact count still reaches the metrics when it comes). It sleeps on
 the service's socket and a wake-up socket, so it costs nothing while nothing happens.
 
@@ -164,7 +164,7 @@ class AnalysisWorker:
                     self._queued.append(_Held(exchange, weight))
                     self._held_chars += weight
                     if exchange.span is not None and exchange.end_span:
-                        deadline = (exchange.end_ns or time.time_ns()) + int(self._options.span_wait_s * 1e9)
+                        deadline = (exchange.end_ns or time.time_ns()) + int(self._settings.span_wait * 1e9)
                         self._open_spans.append((deadline, exchange))
                     handled = True
             if not handled:

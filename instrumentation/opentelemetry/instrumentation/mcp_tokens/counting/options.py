@@ -1,7 +1,7 @@
 """The knobs of counting: what the application holds, how long a span waits, how the service runs.
 
 Every timing and sizing of the path from a patch's hand-off to the recorded findings is a
-field here or one of the settings `QUEUE_SIZE`, `COUNTER_PROCESSES` and
+field here or one of the settings `QUEUE_SIZE`, `SPAN_WAIT`, `COUNTER_PROCESSES` and
 `COUNTER_IDLE_TIMEOUT` (config.py); the worker, the links and the service take an `Options`
 as an argument, as opentelemetry-python's BatchProcessor takes its knobs.
 """
@@ -17,9 +17,6 @@ class Options:
     # or sent and not yet taken). Past it an exchange is estimated from its length; from
     # half of it the counter estimates instead of counting (it is not keeping up).
     queue_chars: int = 64 << 20
-    # How long after its call a span may wait for its exact count before it ends with an
-    # estimate (the exact count still reaches the metrics).
-    span_wait_s: float = 1.0
     # The worker thread lets a waiting thread (an event loop) have the GIL at least this
     # often while it encodes payloads or records findings.
     slice_s: float = 0.0005
