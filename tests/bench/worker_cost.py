@@ -87,7 +87,7 @@ def main(argv: list[str] | None = None) -> int:
     add_markdown_option(parser)
     args = parser.parse_args(argv)
     pipeline = Pipeline(
-        Settings(analysis=args.analysis),
+        Settings.load({"analysis": args.analysis}),
         MeterProvider(metric_readers=[InMemoryMetricReader()]).get_meter("bench"),
     )
     if not start_analysis(pipeline, 60):

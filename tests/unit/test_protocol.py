@@ -49,8 +49,12 @@ def read_all(data: bytes) -> list[tuple[bytes, bytes]]:
     return frames
 
 
-def encode(request: object, response: object, piece_bytes: int = PIECE_BYTES) -> bytes:
-    return b"".join(protocol.job_frames(JOB, request, response, piece_bytes))
+def encode(
+    request: object, response: object, piece_bytes: int = PIECE_BYTES, *, inline: bool = False
+) -> bytes:
+    """The job's frames; `inline`: small payloads of plain values cross whole (PLAIN)."""
+    chars = 0 if inline else None
+    return b"".join(protocol.job_frames(JOB, ((request, chars), (response, chars)), piece_bytes))
 
 
 def parse_job(frames: list[tuple[bytes, bytes]]) -> tuple[Job, list[object]]:
@@ -68,11 +72,35 @@ def parse_job(frames: list[tuple[bytes, bytes]]) -> tuple[Job, list[object]]:
 
 
 @settings(max_examples=200, deadline=None)
-@given(request=json_values, response=json_values)
-def test_payloads_cross_as_the_same_values(request: object, response: object) -> None:
-    job, payloads = parse_job(read_all(encode(request, response)))
+@given(request=json_values, response=json_values, inline=st.booleans())
+def test_payloads_cross_as_the_same_values(request: object, response: object, inline: bool) -> None:
+    job, payloads = parse_job(read_all(encode(request, response, inline=inline)))
     assert job == JOB
     assert payloads == [p for p in (request, response) if p is not None]
+
+
+def test_small_plain_payloads_cross_whole_and_anything_else_as_json() -> None:
+    plain = {"content": [{"type": "text", "text": "a\ud800b"}], "n": [1, 2.5, None, True]}
+    frames = read_all(encode(None, plain, inline=True))
+    assert [kind for kind, _ in frames] == [protocol.JOB, protocol.PLAIN]
+    assert parse_job(frames)[1] == [plain]
+
+    class Named(str):
+        pass
+
+    odd = {"content": [{"type": "text", "text": Named("a str subclass")}], "when": ("a", "tuple")}
+    frames = read_all(encode(None, odd, inline=True))
+    assert protocol.PLAIN not in [kind for kind, _ in frames]  # JSON, as json.dumps would write it
+    assert parse_job(frames)[1] == [
+        {"content": [{"type": "text", "text": "a str subclass"}], "when": ["a", "tuple"]}
+    ]
+
+
+def test_a_plain_payload_that_names_a_class_is_refused() -> None:
+    builder = protocol.PayloadBuilder()
+    assert builder.add(protocol.PLAIN, pickle.dumps({"when": Options()}))
+    with pytest.raises(pickle.UnpicklingError):
+        builder.build()
 
 
 def test_lone_surrogates_and_astral_characters_survive() -> None:

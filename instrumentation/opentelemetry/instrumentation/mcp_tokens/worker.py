@@ -149,6 +149,7 @@ class AnalysisWorker:
         self._retry_at = 0.0
         self._ready = threading.Event()
         self._gil_since = time.perf_counter()
+        self._round_at = 0.0
         self.status: AnalystStatus | None = None
 
     # --- the caller's side ----------------------------------------------------------------
@@ -239,6 +240,7 @@ class AnalysisWorker:
             while not self._stopping:
                 link = self._current_link()
                 self._sleep(link)
+                self._linger()
                 self._end_late_spans()
                 if link is None or self._stopping:
                     continue
@@ -271,6 +273,15 @@ class AnalysisWorker:
         with contextlib.suppress(OSError):
             while self._wake_r is not None and self._wake_r.recv(256):
                 pass
+
+    def _linger(self) -> None:
+        """Keep rounds `linger_s` apart: what arrives meanwhile joins this round."""
+        now = time.monotonic()
+        wait = self._round_at + self._options.linger_s - now
+        if wait > 0 and not self._stopping:
+            time.sleep(wait)
+            now = time.monotonic()
+        self._round_at = now
 
     def _timeout(self, link: Link | None) -> float | None:
         if self._stopping or (self._queued and link is not None):
@@ -376,6 +387,7 @@ class AnalysisWorker:
         if time.perf_counter() - self._gil_since >= self._options.slice_s:
             time.sleep(self._options.slice_s / 5)
             self._gil_since = time.perf_counter()
+        self._round_at = 0.0
 
     def _finish(self) -> None:
         with self._condition:

@@ -18,6 +18,8 @@ peer credentials have no service (the analysis runs on a thread instead).
 
 from __future__ import annotations
 
+import contextlib
+import functools
 import hashlib
 import json
 import os
@@ -33,7 +35,7 @@ from opentelemetry.instrumentation.mcp_tokens.engine.tokenizer import TokenizerS
 from opentelemetry.instrumentation.mcp_tokens.version import __version__
 
 # Bumped whenever the frames (protocol.py) change meaning: old and new never meet.
-PROTOCOL = 1
+PROTOCOL = 2
 _UCRED = struct.Struct("3i")  # pid, uid, gid
 # sockaddr_un's path is 108 bytes on Linux (104 elsewhere), its final NUL included.
 _MAX_SOCKET_PATH = 103
@@ -84,9 +86,23 @@ def default_directory() -> Path:
 
 def service_name(spec: TokenizerSpec) -> str:
     path = os.path.abspath(spec.path) if spec.path else None
-    identity = json.dumps([PROTOCOL, __version__, spec.encoding, path, _file_identity(path), spec.pattern])
+    tokenizer = [spec.encoding, path, _file_identity(path), spec.pattern]
+    identity = json.dumps([PROTOCOL, __version__, _code_identity(), *tokenizer])
     slug = re.sub(r"[^A-Za-z0-9._-]+", "_", spec.encoding)[:32] or "tokenizer"
     return f"{slug}-{hashlib.sha256(identity.encode()).hexdigest()[:12]}"
+
+
+@functools.lru_cache(maxsize=1)
+def _code_identity() -> str:
+    """A digest of this package's modules' names and sizes: two installs of one release share
+    a service, while a client never meets a service running other code of the same version
+    (a development checkout). Sizes, not times: copies of one release may differ in those."""
+    package = Path(__file__).resolve().parents[1]
+    digest = hashlib.sha256()
+    for module in sorted(package.rglob("*.py")):
+        with contextlib.suppress(OSError):
+            digest.update(f"{module.relative_to(package)}:{module.stat().st_size};".encode())
+    return digest.hexdigest()[:16]
 
 
 def _file_identity(path: str | None) -> list[int] | None:

@@ -14,6 +14,7 @@ it and exits once no one has used it for a while.
 from __future__ import annotations
 
 import contextlib
+import itertools
 import json
 import os
 import pickle
@@ -22,6 +23,7 @@ import subprocess
 import sys
 import threading
 import time
+from collections import deque
 from collections.abc import Iterator
 from typing import Any
 
@@ -34,6 +36,10 @@ from opentelemetry.instrumentation.mcp_tokens.guard.tokens import InexactCount, 
 from . import protocol
 from .address import Address, ServiceUnavailable, address_of, ensure_directory, is_own_user, supported
 from .options import Options
+
+# What the socket may hold (the kernel caps it), and frames per system call.
+_SEND_BUFFER = 1 << 20
+_SEND_VIEWS = 64
 
 
 class LinkClosed(Exception):
@@ -125,7 +131,12 @@ class ServiceLink:
         self._options = options
         self._sock = connect(settings, timeout)
         self._sock.setblocking(False)
-        self._out = bytearray(protocol.message(protocol.HELLO, settings))
+        with contextlib.suppress(OSError):  # the kernel caps it (net.core.wmem_max)
+            self._sock.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, _SEND_BUFFER)
+        # Frames (or what is left of one) the socket has not taken yet, sent as they are.
+        self._out: deque[memoryview] = deque()
+        self._unsent = 0
+        self._queue(protocol.message(protocol.HELLO, settings))
         self._reader = protocol.FrameReader()
         self.status: AnalystStatus | None = None
         self.flush()
@@ -136,29 +147,40 @@ class ServiceLink:
     @property
     def unsent(self) -> int:
         """Bytes waiting to be taken by the service."""
-        return len(self._out)
+        return self._unsent
+
+    def _queue(self, data: bytes | memoryview) -> None:
+        if data:
+            self._out.append(memoryview(data))
+            self._unsent += len(data)
 
     def sender(self, exchange: Exchange, seq: int, behind: bool) -> Iterator[None]:
         """Encodes one exchange's job into the outgoing bytes, a short step per `next()`."""
         job = job_of(exchange, seq, behind)
         request = exchange.request if job.request_kind is not None else None
         response = exchange.response if job.response_kind is not None else None
-        for data in protocol.job_frames(job, request, response, self._options.piece_bytes):
-            self._out += data
-            if len(self._out) >= self._options.piece_bytes:
+        parts = ((request, exchange.request_chars), (response, exchange.response_chars))
+        for data in protocol.job_frames(job, parts, self._options.piece_bytes):
+            self._queue(data)
+            if self._unsent >= self._options.piece_bytes:
                 self.flush()
             yield
 
     def flush(self) -> bool:
         """Send what the socket takes; whether everything went."""
-        while self._out:
+        out = self._out
+        while out:
             try:
-                sent = self._sock.send(self._out)
+                sent = self._sock.sendmsg(list(itertools.islice(out, _SEND_VIEWS)))
             except (BlockingIOError, InterruptedError):
                 return False
             except OSError as exc:
                 raise LinkClosed(f"the counting service's socket broke: {exc}") from None
-            del self._out[:sent]
+            self._unsent -= sent
+            while sent and sent >= len(out[0]):
+                sent -= len(out.popleft())
+            if sent:
+                out[0] = out[0][sent:]
         return True
 
     def receive(self) -> list[Findings]:

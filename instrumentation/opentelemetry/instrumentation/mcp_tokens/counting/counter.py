@@ -38,6 +38,8 @@ _logger = logging.getLogger(__name__)
 _READ_BYTES = 1 << 20
 # The supervisor is looked for this often while there is nothing to count.
 _LOOK_S = 1.0
+# Findings held back for a client with more jobs ready go once they reach this size.
+_FINDINGS_BATCH = 64 << 10
 # After a job of at least this many bytes, freed memory goes back to the system.
 _TRIM_AFTER_BYTES = 1 << 20
 
@@ -182,7 +184,7 @@ class CountingLoop:
             client.take_frame(*found, self._counters)
 
     def _write(self, client: _Client) -> None:
-        if client.out:
+        if _sends_now(client):
             try:
                 sent = client.sock.send(client.out)
             except (BlockingIOError, InterruptedError):
@@ -193,7 +195,7 @@ class CountingLoop:
     def _watch(self, client: _Client) -> None:
         """Read while the client's next job is incomplete; write while findings wait."""
         events = (0 if client.complete else selectors.EVENT_READ) | (
-            selectors.EVENT_WRITE if client.out else 0
+            selectors.EVENT_WRITE if _sends_now(client) else 0
         )
         if events == client.events:
             return
@@ -229,6 +231,12 @@ class CountingLoop:
         except (OSError, ValueError, EOFError, pickle.UnpicklingError) as exc:
             _logger.debug("mcp-tokens counter: dropping a client (%s)", exc)
             self._drop(client)
+
+
+def _sends_now(client: _Client) -> bool:
+    """Whether a client's findings go now: while it has another job ready, they wait for
+    that job's (up to `_FINDINGS_BATCH` bytes), so a busy client is woken once for many."""
+    return bool(client.out) and (not client.complete or len(client.out) >= _FINDINGS_BATCH)
 
 
 def _findings(analyst: Analyst, job: Job, request: object, response: object) -> Findings:

@@ -22,6 +22,9 @@ class Options:
     slice_s: float = 0.0005
     # About the most UTF-8 one frame carries.
     piece_bytes: int = 64 << 10
+    # The worker's rounds are at least this far apart: under load one round handles the
+    # exchanges and findings of many calls, and the event loop loses the GIL once for them.
+    linger_s: float = 0.01
 
     @property
     def behind_chars(self) -> int:
