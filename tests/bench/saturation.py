@@ -6,8 +6,8 @@ A 2-worker gunicorn server (uvicorn workers, stateless streamable HTTP,
 structuredContent). Plain (`opentelemetry-instrument`, mcp-tokens disabled: the MCP SDK's
 own spans cost the same in both) and instrumented (mcp-tokens on, `--metrics_exporter
 mcp_tokens_prometheus`, a counting service of its own) runs alternate, so both see the same
-machine; the server's CPU per call is read from /proc. The clients speak raw JSON-RPC over HTTP (tests/e2e/raw_mcp.py): an
-SDK client would spend more CPU than the server it loads.
+machine; the server's CPU per call is read from /proc. The clients speak raw JSON-RPC over
+HTTP (tests/e2e/raw_mcp.py): an SDK client would spend more CPU than the server it loads.
 
 For each instrumented run, once the load stops, the endpoint is scraped until every
 `tools/call` response is in `mcp_tokens_payload` (or 180 s passed), and the table gives:
