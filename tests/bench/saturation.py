@@ -291,8 +291,7 @@ def main() -> int:
     parser.add_argument(
         "--variants",
         default="plain,instrumented",
-        help="run in turn (default plain,instrumented; also bare: no OpenTelemetry, "
-        "thread: ANALYSIS=thread)",
+        help="run in turn (default plain,instrumented; also bare: no OpenTelemetry, thread: ANALYSIS=thread)",
     )
     add_markdown_option(parser)
     args = parser.parse_args()

@@ -29,7 +29,7 @@ import jsonschema
 import mcp  # noqa: F401 -- imported before instrument(), as an MCP application has it: the guard comes with the patches
 import pytest
 from opentelemetry.instrumentation.mcp_tokens import McpTokensInstrumentor, budget_scope
-from opentelemetry.instrumentation.mcp_tokens.counting.client import RemoteMeasure
+from opentelemetry.instrumentation.mcp_tokens.guard.remote import RemoteMeasure
 from opentelemetry.instrumentation.mcp_tokens.guard.tokens import Measure
 from opentelemetry.sdk.metrics import MeterProvider
 from opentelemetry.sdk.metrics.export import InMemoryMetricReader

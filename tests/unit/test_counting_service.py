@@ -21,15 +21,11 @@ from opentelemetry.instrumentation.mcp_tokens.analyst import Findings
 from opentelemetry.instrumentation.mcp_tokens.config import Settings
 from opentelemetry.instrumentation.mcp_tokens.counting import protocol
 from opentelemetry.instrumentation.mcp_tokens.counting.address import address_of, supported
-from opentelemetry.instrumentation.mcp_tokens.counting.client import (
-    RemoteMeasure,
-    ServiceLink,
-    connect,
-    spec_of,
-)
+from opentelemetry.instrumentation.mcp_tokens.counting.client import ServiceLink, connect, spec_of
 from opentelemetry.instrumentation.mcp_tokens.counting.options import Options
 from opentelemetry.instrumentation.mcp_tokens.engine.tokenizer import TokenizerSpec, load_tokenizer
 from opentelemetry.instrumentation.mcp_tokens.exchange import Exchange, Side
+from opentelemetry.instrumentation.mcp_tokens.guard.remote import RemoteMeasure
 from opentelemetry.instrumentation.mcp_tokens.guard.tokens import measure_of
 from opentelemetry.instrumentation.mcp_tokens.pipeline import Pipeline
 from opentelemetry.sdk.metrics import MeterProvider
@@ -96,12 +92,12 @@ def text_exchange(text: str, target: str = "report") -> Exchange:
 
 
 def send(link: ServiceLink, item: Exchange, seq: int) -> None:
-    for _ in link.sender(item, seq, False):
-        pass
+    link.send(item, seq, False)
     deadline = time.monotonic() + 30
-    while not link.flush():
+    while link.unsent:
         assert time.monotonic() < deadline, "the service does not read"
         time.sleep(0.005)
+        link.flush()
 
 
 def receive(link: ServiceLink, count: int, timeout: float = 60) -> list[Findings]:
@@ -230,8 +226,7 @@ def test_a_busy_client_does_not_starve_another(directory: Path) -> None:
     busy, quiet = ServiceLink(settings, Options(), 30), ServiceLink(settings, Options(), 30)
     large = "word " * 400_000  # 2 MB each: well over a second of counting for all of them
     for seq in range(12):
-        for _ in busy.sender(text_exchange(large), seq, False):
-            busy.flush()
+        busy.send(text_exchange(large), seq, False)
     busy_done: list[Findings] = []
     time.sleep(0.1)
     send(quiet, text_exchange("just this"), 1)

@@ -1,21 +1,20 @@
 """The analysis on the worker's own thread, where no counting service can run.
 
 No interpreter to start a service with (an embedded or frozen application), a platform
-without Unix sockets or peer credentials, a directory no service can use (a read-only
-file system), or `OTEL_INSTRUMENTATION_MCP_TOKENS_ANALYSIS=thread`: the worker analyses
-each exchange itself as it sends it, with a tokenizer of this process, tokenising 16 Ki
-characters at a time and handing the GIL over between pieces. It then shares the GIL and
-the CPU with the application.
+without Unix sockets or peer credentials, a directory no service can use (a read-only file
+system), or `OTEL_INSTRUMENTATION_MCP_TOKENS_ANALYSIS=thread`: the worker analyses each
+exchange itself, with a tokenizer of this process, tokenising 16 Ki characters at a time
+and handing the GIL over between pieces. It then shares the GIL and the CPU with the
+application.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 
 from .analyst import Analyst, AnalystStatus, Counters, Findings, job_of
 from .config import Settings
 from .counting.client import spec_of
-from .counting.options import Options
 from .engine.tokenizer import TokenizerLoader
 from .exchange import Exchange
 
@@ -23,7 +22,9 @@ _CHUNK_CHARS = 1 << 14
 
 
 class ThreadLink:
-    def __init__(self, settings: Settings, options: Options, pause: Callable[[], None]) -> None:
+    unsent = 0
+
+    def __init__(self, settings: Settings, pause: Callable[[], None]) -> None:
         self._settings = settings
         self._pause = pause
         self._loader = TokenizerLoader(spec_of(settings))
@@ -31,7 +32,6 @@ class ThreadLink:
         self._analyst: Analyst | None = None
         self._arrived: list[Findings] = []
         self.status: AnalystStatus | None = None
-        self.unsent = 0
 
     def _ready_analyst(self) -> Analyst:
         if self._analyst is None:
@@ -42,15 +42,14 @@ class ThreadLink:
             self.status = counters.status
         return self._analyst
 
-    def sender(self, exchange: Exchange, seq: int, behind: bool) -> Iterator[None]:
+    def send(self, exchange: Exchange, seq: int, behind: bool) -> None:
         job = job_of(exchange, seq, behind)
         request = exchange.request if job.request_kind is not None else None
         response = exchange.response if job.response_kind is not None else None
         self._arrived.append(self._ready_analyst().analyse(job, request, response))
-        yield
 
-    def flush(self) -> bool:
-        return True
+    def flush(self) -> None:
+        return None
 
     def receive(self) -> list[Findings]:
         if self.status is None and self._loader.ready():
@@ -62,7 +61,4 @@ class ThreadLink:
         return None
 
     def close(self) -> None:
-        self._arrived = []
-
-    def forget(self) -> None:
         self._arrived = []

@@ -1,23 +1,19 @@
 """The instrumented process's side of counting: a bounded queue and one thread.
 
-`submit()` runs on the caller's path: it never blocks and never raises. It appends the
-finished exchange to a queue bounded by count (`QUEUE_SIZE`, exchanges queued or at the
-counter) and by the payload characters this process holds for it (`Options.queue_chars`).
-Past either bound the exchange is not lost: it is recorded at once with an estimate from
-its length (`overload`).
+`submit()` runs on the caller's path and never blocks or raises: it queues the finished
+exchange, within `QUEUE_SIZE` exchanges (queued, or at the counter) and
+`Options.queue_chars` payload characters held here. Past either the exchange is not lost:
+the sink records it at once with an estimate from its length (`overload`).
 
-The first exchange starts the thread (`mcp-tokens-analysis`), which connects to the
-user's counting service (counting/, started if none runs) and then, for every exchange:
-encodes its payloads for the service a short step at a time, handing the GIL to a waiting
-thread (an event loop) every `slice_s`; hands the findings that come back to the sink
-(the pipeline records them); and ends a span that waited `SPAN_WAIT` for its findings
-with an estimate (the exact count still reaches the metrics when it comes). It sleeps on
-the service's socket and a wake-up socket, so it costs nothing while nothing happens.
+The first exchange starts the thread (`mcp-tokens-analysis`). It connects to the user's
+counting service (counting/; started if none runs) and in rounds at least `linger_s` apart
+sends the queued exchanges, hands the findings that came back to the sink, and ends with
+an estimate each span that waited `SPAN_WAIT` (its exact count still reaches the metrics).
+Between rounds it sleeps on the service's socket and a wake-up socket.
 
-When the service goes away (killed, crashed), what it held is recorded with estimates
-(`analysis_error`) and a new service is started, at once and then after pauses that
-double with each failure. Where no service can run at all, the analysis runs on this
-thread instead (`ThreadLink`), as with `ANALYSIS=thread`.
+If the service goes away, what it held is estimated (`analysis_error`) and a service is
+started again at once, then after pauses that double. Where none can run at all, the
+analysis runs on this thread (thread_link.py), as with `ANALYSIS=thread`.
 """
 
 from __future__ import annotations
@@ -31,8 +27,7 @@ import threading
 import time
 import weakref
 from collections import OrderedDict, deque
-from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Protocol
 
 from . import semconv
@@ -46,71 +41,51 @@ if TYPE_CHECKING:
 
 _logger = logging.getLogger(__name__)
 
-# How long the worker waits for a service to start (or answer) before it gives up on it.
-START_TIMEOUT_S = 10.0
-# Pauses before starting a service anew after it went away: none the first time, then
-# doubling from the first, up to the last.
-_RESTART_PAUSE_S = 1.0
+START_TIMEOUT_S = 10.0  # for a service to start and answer
 _MAX_RESTART_PAUSE_S = 60.0
-_LOAD_POLL_S = 0.05
 
 
 class Link(Protocol):
-    """A way to the analysis: the counting service (counting/client.py), or `ThreadLink`."""
+    """The way to the analysis: the counting service (counting/client.py) or `ThreadLink`."""
 
-    status: AnalystStatus | None
+    status: AnalystStatus | None  # set once its tokenizer is loaded
 
     @property
-    def unsent(self) -> int: ...
+    def unsent(self) -> int: ...  # bytes not yet taken
 
-    def sender(self, exchange: Exchange, seq: int, behind: bool) -> Iterator[None]: ...
+    def send(self, exchange: Exchange, seq: int, behind: bool) -> None: ...
 
-    def flush(self) -> bool: ...
+    def flush(self) -> None: ...
 
-    def receive(self) -> list[Findings]: ...
+    def receive(self) -> list[Findings]: ...  # raises LinkClosed at its end
 
     def fileno(self) -> int | None: ...
 
     def close(self) -> None: ...
 
-    def forget(self) -> None: ...
-
 
 class Sink(Protocol):
-    """Where exchanges end up (the pipeline): each exactly once, by one of the three."""
+    """Where exchanges end up (the pipeline): `record` or `estimate`, once each."""
 
     def record(self, exchange: Exchange, findings: Findings, send_s: float) -> None: ...
 
     def estimate(self, exchange: Exchange, reason: str) -> None: ...
 
-    def end_span_late(self, exchange: Exchange) -> None:
-        """The span waited long enough: it ends with an estimate (the exchange is still
-        recorded later, by `record` or `estimate`)."""
-        ...
+    def end_span_late(self, exchange: Exchange) -> None: ...
 
 
-LinkFactory = Callable[[Settings, Options, str, Callable[[], None]], "Link"]
+LinkFactory = Callable[[Settings, Options, str, Callable[[], None]], Link]
 
 
 def open_link(settings: Settings, options: Options, mode: str, pause: Callable[[], None]) -> Link:
-    """The analysis' modules are imported here, on the worker's thread at the first exchange,
-    so that a process that never sees an MCP message never loads them."""
+    # Imported here, at the first exchange: a process that never speaks MCP never loads them.
     if mode == ANALYSIS_PROCESS:
-        from .counting.client import ServiceLink  # noqa: PLC0415 -- loaded at the first exchange
+        from .counting.client import ServiceLink  # noqa: PLC0415
 
         return ServiceLink(settings, options, START_TIMEOUT_S)
-    from .thread_link import ThreadLink  # noqa: PLC0415 -- loaded at the first exchange
+    from .thread_link import ThreadLink  # noqa: PLC0415
 
-    return ThreadLink(settings, options, pause)
-
-
-@dataclass(slots=True)
-class _Held:
-    """An exchange handed over, until it is recorded."""
-
-    exchange: Exchange
-    chars: int  # payload characters this process holds for it until it is sent
-    send_s: float = 0.0  # CPU time spent encoding it
+    return ThreadLink(settings, pause)
 
 
 class AnalysisWorker:
@@ -132,73 +107,61 @@ class AnalysisWorker:
 
     def _reset_state(self) -> None:
         self._condition = threading.Condition()
-        self._queued: deque[_Held] = deque()
-        self._sent: OrderedDict[int, _Held] = OrderedDict()
+        self._queued: deque[Exchange] = deque()
+        self._sent: OrderedDict[int, tuple[Exchange, float]] = OrderedDict()  # seq -> (it, CPU to send)
         self._open_spans: deque[tuple[int, Exchange]] = deque()  # (deadline ns, exchange)
-        self._held_chars = 0  # queued payload characters
-        self._unsent = 0  # bytes the link has not handed to the service yet
+        self._held_chars = 0  # payload characters queued
+        self._unsent = 0  # bytes the link has not handed over
         self._next_seq = 0
-        self._stopping = False
-        self._asleep = False
+        self._stopping = self._asleep = self._linked = False
         self._thread: threading.Thread | None = None
-        self._wake_r: socket.socket | None = None
-        self._wake_w: socket.socket | None = None
+        self._wake: tuple[socket.socket, socket.socket] | None = None
         self._link: Link | None = None
-        self._ever_linked = False
         self._failures = 0
-        self._retry_at = 0.0
-        self._ready = threading.Event()
+        self._retry_at = self._round_at = 0.0
         self._gil_since = time.perf_counter()
-        self._round_at = 0.0
+        self._ready = threading.Event()
         self.status: AnalystStatus | None = None
 
     # --- the caller's side ----------------------------------------------------------------
     def submit(self, exchange: Exchange) -> None:
-        handled = False  # queued, or handed to the sink: exactly one of the two, once
+        queued = False
         try:
             exchange.request_chars = _chars(exchange.request_kind, exchange.request)
             exchange.response_chars = _chars(exchange.response_kind, exchange.response)
             weight = (exchange.request_chars or 0) + (exchange.response_chars or 0)
             with self._condition:
-                if self._accepts(weight):
+                if (
+                    not self._stopping
+                    and len(self._queued) + len(self._sent) < self._settings.queue_size
+                    and self._held_chars + self._unsent + weight <= self._options.queue_chars
+                ):
                     self._start_or_wake()  # raises where no thread can start
-                    self._queued.append(_Held(exchange, weight))
+                    self._queued.append(exchange)
                     self._held_chars += weight
+                    queued = True
                     if exchange.span is not None and exchange.end_span:
-                        deadline = (exchange.end_ns or time.time_ns()) + int(self._settings.span_wait * 1e9)
-                        self._open_spans.append((deadline, exchange))
-                    handled = True
-            if not handled:
-                handled = True
-                self._sink.estimate(exchange, semconv.SKIP_OVERLOAD)
+                        wait_ns = int(self._settings.span_wait * 1e9)
+                        self._open_spans.append(((exchange.end_ns or time.time_ns()) + wait_ns, exchange))
         except Exception:  # the caller's MCP call must never see our failure
             _logger.debug("mcp-tokens could not queue an exchange", exc_info=True)
-            if not handled:
-                self._estimate_quietly(exchange, semconv.SKIP_OVERLOAD)
-
-    def _accepts(self, weight: int) -> bool:
-        return (
-            not self._stopping
-            and len(self._queued) + len(self._sent) < self._settings.queue_size
-            and self._held_chars + self._unsent + weight <= self._options.queue_chars
-        )
+        if not queued:
+            self._estimate(exchange, semconv.SKIP_OVERLOAD)
 
     def _start_or_wake(self) -> None:
         if self._thread is None:
-            self._wake_r, self._wake_w = socket.socketpair()
-            self._wake_r.setblocking(False)
-            self._wake_w.setblocking(False)
-            thread = threading.Thread(target=self._run, name="mcp-tokens-analysis", daemon=True)
-            thread.start()
-            self._thread = thread
-        elif self._asleep and self._wake_w is not None:
+            self._wake = socket.socketpair()
+            for end in self._wake:
+                end.setblocking(False)
+            self._thread = threading.Thread(target=self._run, name="mcp-tokens-analysis", daemon=True)
+            self._thread.start()
+        elif self._asleep and self._wake is not None:
             self._asleep = False
             with contextlib.suppress(OSError):  # full: a wake-up is pending anyway
-                self._wake_w.send(b"\0")
+                self._wake[1].send(b"\0")
 
     def wait_ready(self, timeout: float | None = None) -> bool:
-        """Start the analysis if no exchange has, and wait until its tokenizer is loaded
-        (tests and benchmarks); whether it is."""
+        """Start counting if no exchange has, and wait for its tokenizer (tests, benchmarks)."""
         with self._condition:
             if not self._stopping:
                 self._start_or_wake()
@@ -209,22 +172,20 @@ class AnalysisWorker:
         deadline = None if timeout is None else time.monotonic() + timeout
         with self._condition:
             while self._queued or self._sent:
-                remaining = None if deadline is None else deadline - time.monotonic()
-                if remaining is not None and remaining <= 0:
+                remaining = 0.05 if deadline is None else min(0.05, deadline - time.monotonic())
+                if remaining <= 0:
                     return False
-                self._condition.wait(0.05 if remaining is None else min(remaining, 0.05))
+                self._condition.wait(remaining)
         return True
 
     def shutdown(self, timeout: float = 5.0) -> None:
         """Record what comes back within `timeout` seconds, then stop: what is left is
-        recorded with estimates (`shutdown`), the link is closed. Later exchanges are
-        estimated at once."""
+        estimated (`shutdown`), and so is every later exchange."""
         self.force_flush(timeout)
         with self._condition:
-            self._stopping = True
+            self._stopping = self._asleep = True
             thread = self._thread
             if thread is not None:
-                self._asleep = True
                 self._start_or_wake()
         if thread is not None and thread is not threading.current_thread():
             thread.join(timeout)
@@ -240,73 +201,70 @@ class AnalysisWorker:
             while not self._stopping:
                 link = self._current_link()
                 self._sleep(link)
-                self._linger()
                 self._end_late_spans()
-                if link is None or self._stopping:
-                    continue
-                try:
-                    self._take_findings(link)
-                    self._send(link)
-                    self._take_findings(link)  # a link on this thread answers as it is sent
-                except Exception as exc:  # a closed link, or a fault of ours: the same remedy
-                    self._lose_link(link, str(exc) or type(exc).__name__)
+                if link is not None and not self._stopping:
+                    try:
+                        self._take_findings(link)
+                        self._send(link)
+                        self._take_findings(link)  # a link on this thread answers as it is sent
+                    except Exception as exc:  # a closed link, or a fault of ours: the same remedy
+                        self._lose_link(link, str(exc) or type(exc).__name__)
         finally:
-            self._finish()
+            with self._condition:
+                left = [*self._queued, *(exchange for exchange, _ in self._sent.values())]
+                self._queued.clear()
+                self._sent.clear()
+                self._condition.notify_all()
+            for exchange in left:
+                self._estimate(exchange, semconv.SKIP_SHUTDOWN)
+            if self._link is not None:
+                with contextlib.suppress(Exception):
+                    self._link.close()
 
     def _sleep(self, link: Link | None) -> None:
-        """Wait for findings, a new exchange, the service taking bytes, or the next deadline."""
+        """Until findings, an exchange, room in the socket or a deadline; then at least until
+        `linger_s` after the last round, so that what arrives meanwhile joins this one."""
         with self._condition:
             self._condition.notify_all()  # force_flush() waiters
             timeout = self._timeout(link)
             self._asleep = timeout != 0
-        if timeout == 0:
-            return
         fd = None if link is None else link.fileno()
-        readers = [fd] if fd is not None else []
-        if self._wake_r is not None:
-            readers.append(self._wake_r.fileno())
-        writers = [fd] if fd is not None and self._unsent else []
-        with contextlib.suppress(OSError, ValueError):
-            select.select(readers, writers, [], timeout)
-        with self._condition:
-            self._asleep = False
-        with contextlib.suppress(OSError):
-            while self._wake_r is not None and self._wake_r.recv(256):
-                pass
-
-    def _linger(self) -> None:
-        """Keep rounds `linger_s` apart: what arrives meanwhile joins this round."""
-        now = time.monotonic()
-        wait = self._round_at + self._options.linger_s - now
-        if wait > 0 and not self._stopping:
-            time.sleep(wait)
-            now = time.monotonic()
-        self._round_at = now
+        if timeout != 0 and self._wake is not None:
+            readers = [self._wake[0].fileno(), *([fd] if fd is not None else [])]
+            with contextlib.suppress(OSError, ValueError):
+                select.select(readers, [fd] if fd is not None and self._unsent else [], [], timeout)
+            with contextlib.suppress(OSError):
+                while self._wake[0].recv(256):
+                    pass
+        self._asleep = False
+        linger = self._round_at + self._options.linger_s - time.monotonic()
+        if linger > 0 and not self._stopping:
+            time.sleep(linger)
+        self._round_at = time.monotonic()
 
     def _timeout(self, link: Link | None) -> float | None:
         if self._stopping or (self._queued and link is not None):
             return 0
-        timeouts = []
-        if link is not None and link.status is None:
-            timeouts.append(_LOAD_POLL_S)  # a tokenizer loading on this process's thread
+        deadlines = []
         if link is None:
-            timeouts.append(max(0.0, self._retry_at - time.monotonic()))
+            deadlines.append(self._retry_at - time.monotonic())
+        elif link.status is None:
+            deadlines.append(self._options.linger_s)  # a tokenizer loading on this process's thread
         if self._open_spans:
-            timeouts.append(max(0.0, (self._open_spans[0][0] - time.time_ns()) / 1e9))
-        return min(timeouts) if timeouts else None
+            deadlines.append((self._open_spans[0][0] - time.time_ns()) / 1e9)
+        return max(0.0, min(deadlines)) if deadlines else None
 
     def _current_link(self) -> Link | None:
-        if self._link is not None or time.monotonic() < self._retry_at:
-            return self._link
-        try:
-            self._link = self._link_factory(self._settings, self._options, self._mode, self.yield_gil)
-            self._ever_linked = True
-        except Exception as exc:
-            if self._mode == ANALYSIS_PROCESS and not self._ever_linked:
-                _logger.warning("mcp-tokens: no counting service (%s); counting on a thread instead", exc)
-                self._mode = ANALYSIS_THREAD
-                return self._current_link()
-            self._back_off(f"could not start ({exc})")
+        if self._link is None and time.monotonic() >= self._retry_at:
+            try:
+                self._link = self._link_factory(self._settings, self._options, self._mode, self.yield_gil)
+                self._linked = True
+            except Exception as exc:
+                if self._mode == ANALYSIS_PROCESS and not self._linked:
+                    _logger.warning("mcp-tokens: no counting service (%s); counting on a thread instead", exc)
+                    self._mode = ANALYSIS_THREAD
+                    return self._current_link()
+                self._back_off(f"could not start ({exc})")
         return self._link
 
     def _lose_link(self, link: Link, reason: str) -> None:
@@ -314,20 +272,16 @@ class AnalysisWorker:
         with contextlib.suppress(Exception):
             link.close()
         with self._condition:
-            lost = list(self._sent.values())
+            lost = [exchange for exchange, _ in self._sent.values()]
             self._sent.clear()
             self._unsent = 0
-        for held in lost:
-            self._estimate_quietly(held.exchange, semconv.SKIP_ERROR)
+        for exchange in lost:
+            self._estimate(exchange, semconv.SKIP_ERROR)
         self._back_off(reason)
 
     def _back_off(self, reason: str) -> None:
         self._failures += 1
-        pause = (
-            0.0
-            if self._failures == 1
-            else min(_MAX_RESTART_PAUSE_S, _RESTART_PAUSE_S * 2 ** (self._failures - 2))
-        )
+        pause = min(_MAX_RESTART_PAUSE_S, 2.0 ** (self._failures - 2)) if self._failures > 1 else 0.0
         self._retry_at = time.monotonic() + pause
         _logger.warning("mcp-tokens: the counting service %s; starting it again in %.0f s", reason, pause)
 
@@ -335,38 +289,36 @@ class AnalysisWorker:
     def _take_findings(self, link: Link) -> None:
         arrived = link.receive()
         if link.status is not None and not self._ready.is_set():
-            self.status = link.status
-            self._failures = 0
+            self.status, self._failures = link.status, 0
             self._ready.set()
         for findings in arrived:
             with self._condition:
-                held = self._sent.pop(findings.seq, None)
-            if held is not None:
+                exchange, send_s = self._sent.pop(findings.seq, (None, 0.0))
+            if exchange is not None:
                 try:
-                    self._sink.record(held.exchange, findings, held.send_s)
+                    self._sink.record(exchange, findings, send_s)
                 except Exception:
                     _logger.debug("mcp-tokens could not record an analysis", exc_info=True)
             self.yield_gil()
 
     def _send(self, link: Link) -> None:
-        """Encode every queued exchange for the link, then send what the socket takes."""
         while True:
             with self._condition:
                 if not self._queued:
                     break
-                held = self._queued.popleft()
-                seq = self._next_seq
-                self._next_seq += 1
-                self._sent[seq] = held
-                behind = self._held_chars + self._unsent >= self._options.behind_chars
+                exchange = self._queued.popleft()
+                seq, self._next_seq = self._next_seq, self._next_seq + 1
+                self._sent[seq] = (exchange, 0.0)
+                behind = self._held_chars + self._unsent >= self._options.queue_chars // 2
             cpu = time.thread_time()
-            for _ in link.sender(held.exchange, seq, behind):
-                self.yield_gil()
-            held.send_s = time.thread_time() - cpu
-            held.exchange.request = held.exchange.response = None  # the link has them now
+            link.send(exchange, seq, behind)
+            exchange.request = exchange.response = None  # the link has them now
             with self._condition:
-                self._held_chars -= held.chars
+                if seq in self._sent:
+                    self._sent[seq] = (exchange, time.thread_time() - cpu)
+                self._held_chars -= (exchange.request_chars or 0) + (exchange.response_chars or 0)
                 self._unsent = link.unsent
+            self.yield_gil()
         link.flush()
         with self._condition:
             self._unsent = link.unsent
@@ -387,39 +339,20 @@ class AnalysisWorker:
         if time.perf_counter() - self._gil_since >= self._options.slice_s:
             time.sleep(self._options.slice_s / 5)
             self._gil_since = time.perf_counter()
-        self._round_at = 0.0
 
-    def _finish(self) -> None:
-        with self._condition:
-            left = [*self._queued, *self._sent.values()]
-            self._queued.clear()
-            self._sent.clear()
-            self._held_chars = 0
-            self._condition.notify_all()
-        for held in left:
-            self._estimate_quietly(held.exchange, semconv.SKIP_SHUTDOWN)
-        link, self._link = self._link, None
-        if link is not None:
-            with contextlib.suppress(Exception):
-                link.close()
-
-    def _estimate_quietly(self, exchange: Exchange, reason: str) -> None:
+    def _estimate(self, exchange: Exchange, reason: str) -> None:
         try:
             self._sink.estimate(exchange, reason)
         except Exception:
             _logger.debug("mcp-tokens could not record an estimate", exc_info=True)
 
-    # --- fork -------------------------------------------------------------------------------
     def _after_fork_in_child(self) -> None:
-        """The thread and the connection belong to the parent; what it had queued is the
-        parent's to record. The child starts its own on its first exchange."""
-        if self._link is not None:
-            with contextlib.suppress(Exception):
-                self._link.forget()
-        for sock in (self._wake_r, self._wake_w):
-            if sock is not None:
-                with contextlib.suppress(OSError):
-                    sock.close()
+        """The thread and the connection are the parent's, and so is what it had queued; the
+        child starts its own on its first exchange."""
+        for resource in (self._link, *(self._wake or ())):
+            if resource is not None:
+                with contextlib.suppress(Exception):
+                    resource.close()
         self._reset_state()
 
 

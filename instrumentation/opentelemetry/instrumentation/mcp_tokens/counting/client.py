@@ -8,7 +8,7 @@ service is this interpreter, isolated (`-I`: no PYTHON* variables, so
 it and exits once no one has used it for a while.
 
 `ServiceLink` is the worker's connection (non-blocking: the worker waits on its socket);
-`RemoteMeasure` is the guard's (blocking, one question at a time, with a deadline).
+the guard's is guard/remote.py.
 """
 
 from __future__ import annotations
@@ -21,17 +21,13 @@ import pickle
 import socket
 import subprocess
 import sys
-import threading
 import time
 from collections import deque
-from collections.abc import Iterator
-from typing import Any
 
 from opentelemetry.instrumentation.mcp_tokens.analyst import AnalystStatus, Findings, job_of
 from opentelemetry.instrumentation.mcp_tokens.config import Settings
 from opentelemetry.instrumentation.mcp_tokens.engine.tokenizer import TokenizerSpec
 from opentelemetry.instrumentation.mcp_tokens.exchange import Exchange
-from opentelemetry.instrumentation.mcp_tokens.guard.tokens import InexactCount, TokenizerUnavailable
 
 from . import protocol
 from .address import Address, ServiceUnavailable, address_of, ensure_directory, is_own_user, supported
@@ -154,26 +150,23 @@ class ServiceLink:
             self._out.append(memoryview(data))
             self._unsent += len(data)
 
-    def sender(self, exchange: Exchange, seq: int, behind: bool) -> Iterator[None]:
-        """Encodes one exchange's job into the outgoing bytes, a short step per `next()`."""
+    def send(self, exchange: Exchange, seq: int, behind: bool) -> None:
+        """Queue one exchange's job, and send what the socket takes."""
         job = job_of(exchange, seq, behind)
         request = exchange.request if job.request_kind is not None else None
         response = exchange.response if job.response_kind is not None else None
-        parts = ((request, exchange.request_chars), (response, exchange.response_chars))
-        for data in protocol.job_frames(job, parts, self._options.piece_bytes):
+        for data in protocol.job_frames(job, request, response, self._options.piece_bytes):
             self._queue(data)
-            if self._unsent >= self._options.piece_bytes:
-                self.flush()
-            yield
+        self.flush()
 
-    def flush(self) -> bool:
-        """Send what the socket takes; whether everything went."""
+    def flush(self) -> None:
+        """Send what the socket takes."""
         out = self._out
         while out:
             try:
                 sent = self._sock.sendmsg(list(itertools.islice(out, _SEND_VIEWS)))
             except (BlockingIOError, InterruptedError):
-                return False
+                return
             except OSError as exc:
                 raise LinkClosed(f"the counting service's socket broke: {exc}") from None
             self._unsent -= sent
@@ -181,7 +174,6 @@ class ServiceLink:
                 sent -= len(out.popleft())
             if sent:
                 out[0] = out[0][sent:]
-        return True
 
     def receive(self) -> list[Findings]:
         """What the service answered since the last call. Raises LinkClosed at its end."""
@@ -215,102 +207,6 @@ class ServiceLink:
         return findings
 
     def close(self) -> None:
+        """Close this process's copy of the socket (in a forked child, the parent's stays)."""
         with contextlib.suppress(OSError):
             self._sock.close()
-
-    def forget(self) -> None:
-        """In a forked child: drop this process's copy of the socket (the parent's)."""
-        self.close()
-
-
-class RemoteMeasure:
-    """The guard's exact counts and cuts (guard/tokens.py's `Measure`), asked of the service.
-
-    Questions are answered by the service's supervisor at normal priority; one not answered
-    within `answer_timeout` raises TokenizerUnavailable (the guard fails open) and the
-    connection is replaced, so a late answer is never taken for the next question's."""
-
-    def __init__(
-        self,
-        settings: Settings,
-        *,
-        connect_timeout: float,
-        answer_timeout: float,
-        piece_bytes: int = 64 << 10,
-    ) -> None:
-        self._settings = settings
-        self._connect_timeout = connect_timeout
-        self._timeout = answer_timeout
-        self._piece_bytes = piece_bytes
-        self._lock = threading.Lock()
-        self._sock: socket.socket | None = None
-        self._reader = protocol.FrameReader()
-        self.name = settings.encoding
-        self.max_token_bytes = 1
-        self._open()
-
-    def _open(self) -> None:
-        self._sock = connect(self._settings, self._connect_timeout, guard=True)
-        self._reader = protocol.FrameReader()
-        hello = self._read_answer()
-        if "error" in hello:
-            raise TokenizerUnavailable(f"the guard cannot cut with {self._settings.encoding}")
-        self.name, self.max_token_bytes = str(hello["name"]), max(1, int(hello["max_token_bytes"]))
-
-    def count(self, text: str) -> int:
-        return int(self._ask("count", text, 0))
-
-    def count_upto(self, text: str, budget: int) -> int | None:
-        if len(text) > budget * self.max_token_bytes:
-            return None  # at least len(text) / max_token_bytes tokens
-        value = self._ask("count_upto", text, budget)
-        return None if value is None else int(value)
-
-    def prefix(self, text: str, budget: int) -> tuple[int, int]:
-        if budget <= 0 or not text:
-            return 0, 0
-        # No longer prefix can fit: each token is at most that many bytes.
-        chars, tokens = self._ask("prefix", text[: budget * self.max_token_bytes], budget)
-        return int(chars), int(tokens)
-
-    def close(self) -> None:
-        with self._lock:
-            self._drop()
-
-    def _ask(self, op: str, text: str, budget: int) -> Any:
-        question = json.dumps({"op": op, "budget": budget, "max_bytes": self._settings.max_bytes}).encode()
-        with self._lock:
-            try:
-                if self._sock is None:
-                    self._open()
-                assert self._sock is not None
-                self._sock.sendall(protocol.frame(protocol.GUARD, question))
-                for data in protocol.text_frames(text, self._piece_bytes):
-                    self._sock.sendall(data)
-                answer = self._read_answer()
-            except (OSError, ValueError, ServiceUnavailable) as exc:
-                self._drop()
-                raise TokenizerUnavailable(f"the counting service did not answer the guard: {exc}") from None
-        if "error" in answer:
-            raise InexactCount(str(answer.get("detail") or answer["error"]))
-        return answer["value"]
-
-    def _read_answer(self) -> dict[str, Any]:
-        assert self._sock is not None
-        self._sock.settimeout(self._timeout)
-        while (found := self._reader.next_frame()) is None:
-            data = self._sock.recv(1 << 16)
-            if not data:
-                raise ConnectionError("the counting service closed the guard's connection")
-            self._reader.feed(data)
-        kind, body = found
-        answer = json.loads(body)
-        if kind != protocol.ANSWER or not isinstance(answer, dict):
-            raise ValueError("not an answer")
-        return answer
-
-    def _drop(self) -> None:
-        if self._sock is not None:
-            with contextlib.suppress(OSError):
-                self._sock.close()
-        self._sock = None

@@ -102,7 +102,7 @@ def _built(part: protocol.PayloadBuilder | None) -> object:
         return None
     try:
         return part.build()
-    except (ValueError, RecursionError, pickle.UnpicklingError) as exc:
+    except (ValueError, EOFError, RecursionError, pickle.UnpicklingError) as exc:
         return _Undecodable(type(exc).__name__)
 
 

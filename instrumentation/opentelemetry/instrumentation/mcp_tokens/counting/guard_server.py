@@ -3,7 +3,7 @@
 The guard decides on the response path, so its questions must not wait behind counting:
 the supervisor answers them itself (counter.py's processes run at idle priority). A
 question is a GUARD frame, `{"op": "count" | "count_upto" | "prefix", "budget": n,
-"max_bytes": n}` as JSON, then the text as TEXT frames and an END; the answer is one
+"max_bytes": n}` as JSON, then the text as PIECE frames and an END; the answer is one
 ANSWER frame, `{"value": ...}` or `{"error": ...}`. On connecting, a client is first told
 the measure's name and longest token in bytes (`{"name", "max_token_bytes"}`), or
 `{"error": "unsupported"}` when the tokenizer cannot cut (the guard then fails open).
@@ -108,7 +108,7 @@ class GuardServer:
         for kind, body in asker.reader.frames():
             if kind == protocol.GUARD and asker.question is None:
                 asker.question = json.loads(body)
-            elif kind == protocol.TEXT and asker.question is not None:
+            elif kind == protocol.PIECE and asker.question is not None:
                 asker.text.append(body)
             elif kind == protocol.END and asker.question is not None:
                 text = b"".join(asker.text).decode("utf-8", "surrogatepass")

@@ -2,29 +2,24 @@
 
 Every message is a frame: a one-byte kind, a four-byte big-endian length, the body.
 
-    client -> service                            service -> client
-    HELLO  the client's Settings (see below)     READY     pickled AnalystStatus (once)
-    JOB    a Job, then its payloads:             FINDINGS  pickled Findings (one per job)
-      PLAIN  a small payload, whole (below), or
-      PIECE  UTF-8 of a payload's JSON           (guard socket)
-      ASIDE  the path of a long string           GUARD     {op, budget} as JSON, then TEXT
-      TEXT   UTF-8 of that string                          frames and END: the text
-      END    the payload is complete             ANSWER    the answer, as JSON
+    client -> service                           service -> client
+    HELLO   the client's Settings               READY     pickled AnalystStatus (once)
+    JOB     a Job, then each of its payloads    FINDINGS  pickled Findings (one per job)
+            (request first) as PIECE frames
+            and an END
+    GUARD   (guard socket) {op, budget} as      ANSWER    (guard socket) the answer, as JSON
+            JSON, then the text's UTF-8 as
+            PIECE frames and an END
 
-A payload (the request's, then the response's, each when present) of up to
-`INLINE_CHARS` characters whose values are all plain (dicts, lists, strings, numbers,
-booleans, None) crosses as one pickle of exactly those types: it is made by C code in
-tens of microseconds, where JSON would take ten times as long. Any other payload is its
-compact JSON (engine/compact.py) with its long strings set aside, so that a tool result's
-text crosses as its UTF-8 (a copy) rather than JSON-escaped, and the sender encodes one
-short step at a time and never holds a second copy of a large payload. Lone surrogates
-survive either way.
+A payload crosses as one pickle of plain values (dicts, lists, strings, numbers, booleans,
+None), made by C code in one call: a tenth of what JSON costs, lone surrogates included.
+A payload holding anything else crosses as its JSON form (what `json.dumps` writes). The
+pickle is cut into PIECE frames of `piece_bytes`, sent as slices of it, never copied.
 
-The service never unpickles anything but plain values and the few classes of `_ALLOWED`:
-HELLO, JOB and ASIDE bodies go through `loads_plain`, PLAIN payloads through
-`loads_values`, which refuses every class (a pickle that names none can only build
-values). Findings travel the other way as pickles, which a client reads only from a
-service it has checked runs as its own user.
+The service unpickles nothing but plain values and the few classes of `_ALLOWED`: HELLO
+and JOB bodies go through `loads_plain`, payloads through `loads_values`, which refuses
+every class (a pickle that names none can only build values). Findings travel the other
+way as pickles, which a client reads only from a service it has checked runs as its user.
 """
 
 from __future__ import annotations
@@ -36,18 +31,13 @@ import struct
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
-from opentelemetry.instrumentation.mcp_tokens.engine.compact import Path, iter_compact_json
-
 if TYPE_CHECKING:
     from opentelemetry.instrumentation.mcp_tokens.analyst import Job
 
 HEADER = struct.Struct("!cI")
 HELLO = b"H"
-PLAIN = b"L"
 JOB = b"J"
 PIECE = b"P"
-ASIDE = b"A"
-TEXT = b"T"
 END = b"E"
 READY = b"R"
 FINDINGS = b"F"
@@ -55,8 +45,6 @@ GUARD = b"G"
 ANSWER = b"N"
 # A frame body larger than this is not ours: the connection is dropped.
 MAX_FRAME = 64 << 20
-# Payloads of up to this many characters cross as one pickle when they can.
-INLINE_CHARS = 1 << 20
 
 _PROTOCOL = pickle.HIGHEST_PROTOCOL
 # The classes a HELLO or JOB may hold (module, name), and nothing else.
@@ -71,8 +59,6 @@ _ALLOWED = frozenset(
         ("re", "_compile"),
         ("copyreg", "_reconstructor"),
         ("builtins", "object"),
-        ("builtins", "tuple"),
-        ("builtins", "frozenset"),
     }
 )
 
@@ -86,151 +72,102 @@ def message(kind: bytes, value: object) -> bytes:
     return frame(kind, pickle.dumps(value, _PROTOCOL))
 
 
-class _PlainUnpickler(pickle.Unpickler):
+def pieces(data: bytes | memoryview, piece_bytes: int) -> Iterator[bytes | memoryview]:
+    """`data` as PIECE frames (each a header and a slice of `data`), then an END."""
+    view = memoryview(data)
+    for start in range(0, len(view), piece_bytes):
+        piece = view[start : start + piece_bytes]
+        yield HEADER.pack(PIECE, len(piece))
+        yield piece
+    yield frame(END)
+
+
+class _Refusing(pickle.Unpickler):
+    allowed: frozenset[tuple[str, str]] = frozenset()
+
     def find_class(self, module: str, name: str) -> Any:
-        if (module, name) not in _ALLOWED:
+        if (module, name) not in self.allowed:
             raise pickle.UnpicklingError(f"{module}.{name} may not cross to the counting service")
         return super().find_class(module, name)
 
 
+class _PlainUnpickler(_Refusing):
+    allowed = _ALLOWED
+
+
 def loads_plain(body: bytes) -> Any:
-    """Unpickle a client's HELLO, JOB or ASIDE body: plain values and `_ALLOWED` classes only."""
+    """Unpickle a client's HELLO or JOB body: plain values and `_ALLOWED` classes only."""
     return _PlainUnpickler(io.BytesIO(body)).load()
 
 
-class _ValuesUnpickler(pickle.Unpickler):
-    def find_class(self, module: str, name: str) -> Any:
-        raise pickle.UnpicklingError(f"a payload may hold plain values only, not {module}.{name}")
-
-
 def loads_values(body: bytes) -> Any:
-    """Unpickle a PLAIN payload: dicts, lists, tuples, strings, numbers, booleans and None."""
-    return _ValuesUnpickler(io.BytesIO(body)).load()
-
-
-class _NotPlain(Exception):
-    pass
+    """Unpickle a payload: dicts, lists, tuples, strings, numbers, booleans and None."""
+    return _Refusing(io.BytesIO(body)).load()
 
 
 class _ValuesPickler(pickle.Pickler):
     # Called for every object but None, booleans, and instances of int, float, bytes, str,
     # dict, set, frozenset, list and tuple (which pickle writes itself): refuse them all.
     def reducer_override(self, obj: Any) -> Any:
-        raise _NotPlain(type(obj).__name__)
+        raise TypeError(f"not a plain value: {type(obj).__name__}")
 
 
-def dumps_values(payload: object) -> memoryview | None:
-    """`payload` as one pickle of plain values, or None when it holds anything else."""
-    out = io.BytesIO()
+def dumps_values(payload: object) -> memoryview:
+    """`payload` as one pickle of plain values (its JSON form if it holds anything else).
+    Raises ValueError for a payload neither can write (a cycle)."""
     try:
-        _ValuesPickler(out, _PROTOCOL).dump(payload)
-    except (_NotPlain, pickle.PicklingError, RecursionError, ValueError, TypeError):
-        return None
-    return out.getbuffer()  # the pickle itself, not a copy of it
+        return _pickled(payload)
+    except (TypeError, ValueError, RecursionError, pickle.PicklingError):
+        pass
+    try:
+        return _pickled(json.loads(json.dumps(payload, ensure_ascii=False, default=str)))
+    except (TypeError, ValueError, RecursionError, pickle.PicklingError) as exc:
+        raise ValueError(f"a payload that cannot cross: {exc}") from None
 
 
-def job_frames(
-    job: Job, parts: tuple[tuple[object, int | None], tuple[object, int | None]], piece_bytes: int
-) -> Iterator[bytes | memoryview]:
-    """The frames of one job, produced lazily: each step encodes one short piece and yields
-    a frame when one is complete, else b"" (a step, nothing to send yet). `parts`: the
-    request and the response, each with its size in characters if known (None: not small)."""
-    (request, _), (response, _) = parts
+def _pickled(value: object) -> memoryview:
+    out = io.BytesIO()
+    pickler = _ValuesPickler(out, _PROTOCOL)
+    # No memo: twice as fast on payloads of many small values (JSON has no shared objects).
+    pickler.fast = True
+    pickler.dump(value)
+    return out.getbuffer()
+
+
+def job_frames(job: Job, request: object, response: object, piece_bytes: int) -> Iterator[bytes | memoryview]:
+    """The frames of one job: its JOB frame, then its payloads' pieces, produced lazily."""
     yield message(JOB, (job, request is not None, response is not None))
-    for payload, chars in parts:
-        if payload is None:
-            continue
-        inline = dumps_values(payload) if chars is not None and chars <= INLINE_CHARS else None
-        if inline is not None:  # the header, then the pickle: no copy of a large one
-            yield HEADER.pack(PLAIN, len(inline))
-            yield inline
-        else:
-            yield from _payload_frames(payload, piece_bytes)
-
-
-def text_frames(text: str, piece_bytes: int) -> Iterator[bytes]:
-    """A text as TEXT frames of at most `piece_bytes`, then END."""
-    step = max(1, piece_bytes // 4)  # at most piece_bytes even if every character takes 4
-    for start in range(0, len(text), step):
-        yield frame(TEXT, text[start : start + step].encode("utf-8", "surrogatepass"))
-    yield frame(END)
-
-
-def _payload_frames(payload: object, piece_bytes: int) -> Iterator[bytes]:
-    aside: list[tuple[Path, str]] = []
-    pending: list[bytes] = []
-    size = 0
-    for piece in iter_compact_json(payload, lambda path, text: aside.append((path, text))):
-        data = piece.encode("utf-8", "surrogatepass")
-        pending.append(data)
-        size += len(data)
-        if size >= piece_bytes:
-            yield frame(PIECE, b"".join(pending))
-            pending, size = [], 0
-        else:
-            yield b""
-    if pending:
-        yield frame(PIECE, b"".join(pending))
-    for path, text in aside:
-        yield message(ASIDE, path)
-        yield from text_frames(text, piece_bytes)
-    yield frame(END)
+    for payload in (request, response):
+        if payload is not None:
+            try:
+                data: bytes | memoryview = dumps_values(payload)
+            except ValueError:
+                data = b""  # an empty pickle: the service fails this payload's analysis
+            yield from pieces(data, piece_bytes)
 
 
 class PayloadBuilder:
-    """Puts a payload back together from its frames (service side): PIECE frames, then for
-    each long string an ASIDE, its TEXT frames and an END, then the payload's END."""
+    """Puts a payload back together from its PIECE frames and END (service side)."""
 
     def __init__(self) -> None:
-        self._json: list[bytes] = []
-        self._aside: list[tuple[Path, list[bytes]]] = []
-        self._in_text = False
-        self._plain: bytes | None = None
+        self._pieces: list[bytes] = []
+        self.size = 0
         self.done = False
 
     def add(self, kind: bytes, body: bytes) -> bool:
         """Take one frame; True when it completed the payload."""
-        if self.done:
-            raise ValueError("a frame after the payload's end")
-        if kind == PLAIN and not self._json and not self._aside:
-            self._plain = body
-            self.done = True
-            return True
-        if kind == END:
-            if self._in_text:
-                self._in_text = False
-                return False
-            self.done = True
-            return True
-        if kind == PIECE and not self._aside:
-            self._json.append(body)
-        elif kind == ASIDE and not self._in_text:
-            self._aside.append((loads_plain(body), []))
-            self._in_text = True
-        elif kind == TEXT and self._in_text:
-            self._aside[-1][1].append(body)
-        else:
+        if self.done or kind not in (PIECE, END):
             raise ValueError(f"unexpected frame {kind!r} in a payload")
-        return False
+        if kind == END:
+            self.done = True
+        else:
+            self._pieces.append(body)
+            self.size += len(body)
+        return self.done
 
     def build(self) -> Any:
-        """The payload; raises ValueError (or UnpicklingError) if the frames do not make one."""
-        if self._plain is not None:
-            return loads_values(self._plain)
-        value = json.loads(b"".join(self._json).decode("utf-8", "surrogatepass"))
-        for path, chunks in self._aside:
-            text = b"".join(chunks).decode("utf-8", "surrogatepass")
-            if not path:
-                value = text
-                continue
-            try:
-                container = value
-                for step in path[:-1]:
-                    container = container[step]
-                container[path[-1]] = text
-            except (KeyError, IndexError, TypeError) as exc:
-                raise ValueError(f"no place for a long string at {path!r}") from exc
-        return value
+        """The payload; raises ValueError, EOFError or UnpicklingError if it is not one."""
+        return loads_values(b"".join(self._pieces))
 
 
 class FrameReader:
@@ -238,28 +175,31 @@ class FrameReader:
 
     def __init__(self) -> None:
         self._buffer = bytearray()
+        self._start = 0  # where the next frame begins: consumed bytes go in bulk
 
     def __len__(self) -> int:
-        return len(self._buffer)
+        return len(self._buffer) - self._start
 
     def feed(self, data: bytes) -> None:
+        if self._start:
+            del self._buffer[: self._start]
+            self._start = 0
         self._buffer += data
 
     def next_frame(self) -> tuple[bytes, bytes] | None:
-        """The next complete frame, taken out of the buffer; None until one is complete.
-        Raises ValueError for a frame no client of ours sends."""
-        buffer = self._buffer
-        if len(buffer) < HEADER.size:
+        """The next complete frame; None until one is complete. Raises ValueError for a
+        frame no client of ours sends."""
+        buffer, start = self._buffer, self._start
+        if len(buffer) - start < HEADER.size:
             return None
-        kind, length = HEADER.unpack_from(buffer)
+        kind, length = HEADER.unpack_from(buffer, start)
         if length > MAX_FRAME:
             raise ValueError(f"a frame of {length} bytes")
-        end = HEADER.size + length
+        end = start + HEADER.size + length
         if len(buffer) < end:
             return None
-        body = bytes(buffer[HEADER.size : end])
-        del buffer[:end]
-        return kind, body
+        self._start = end
+        return kind, bytes(buffer[start + HEADER.size : end])
 
     def frames(self) -> Iterator[tuple[bytes, bytes]]:
         while (found := self.next_frame()) is not None:

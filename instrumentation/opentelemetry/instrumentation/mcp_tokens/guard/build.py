@@ -27,7 +27,7 @@ REMOTE_START_S = 10.0
 
 
 def _remote_measure(settings: Settings) -> Measuring:
-    from opentelemetry.instrumentation.mcp_tokens.counting.client import RemoteMeasure  # noqa: PLC0415 -- when a guard is on
+    from .remote import RemoteMeasure  # noqa: PLC0415 -- its sockets only when the guard asks
 
     return RemoteMeasure(settings, connect_timeout=REMOTE_START_S, answer_timeout=TOKENIZER_WAIT_S)
 
