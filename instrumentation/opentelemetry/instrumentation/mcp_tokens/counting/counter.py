@@ -1,17 +1,16 @@
-"""A counting process of the service: analyses its clients' jobs, one at a time, in turn.
+"""A counting process of the service: its clients' jobs, one at a time, in turn.
 
-The service's supervisor forks these once it has loaded the tokenizer, so its tables are
-shared, copy-on-write, by every counting process. Each accepts connections on the shared
-counting socket (the kernel hands each new client to one of them; an idle one takes it
-first) and serves its clients with one thread, at the lowest CPU priority the kernel has
-(SCHED_IDLE: it runs only on CPU time nobody else wants).
+The supervisor forks these after loading the tokenizer, so its tables are shared
+copy-on-write. Each accepts clients on the shared counting socket (the kernel hands a new
+one to a process waiting in accept: an idle one first) and serves them on one thread at
+the lowest CPU priority (SCHED_IDLE: only CPU time nobody else wants).
 
-A client's bytes are read only up to its next complete job: the rest waits in the socket
-and in the client's own bounded queue, so this process holds at most one job per client,
-and clients with a job take turns (round robin), so a busy client cannot starve the
-others. A client that disconnects is forgotten with everything it had sent. Each client
-gets an `Analyst` of its own (its settings, labels and budget ledgers) over the process's
-shared `Counters`.
+A client is read only up to its next complete job: the rest waits in its socket and in its
+own bounded queue, so this process holds one job per client at most, and clients with a
+job take turns, so a busy one cannot starve the others. Findings for a client with another
+job ready wait for that one's, so a busy client is woken once for many. Each client has an
+`Analyst` of its own (settings, labels, budget ledgers) over the process's `Counters`. A
+process without clients for the idle timeout exits.
 """
 
 from __future__ import annotations
@@ -23,30 +22,26 @@ import os
 import pickle
 import selectors
 import socket
+import time
 from collections import deque
 from collections.abc import Callable
 
-from opentelemetry.instrumentation.mcp_tokens.analyst import Analyst, Counters, Findings, Job
+from opentelemetry.instrumentation.mcp_tokens.analyst import Analyst, Counters, Job
 from opentelemetry.instrumentation.mcp_tokens.config import Settings
 
 from . import protocol
 from .address import is_own_user
-from .slots import Slots
 
 _logger = logging.getLogger(__name__)
 
 _READ_BYTES = 1 << 20
-# The supervisor is looked for this often while there is nothing to count.
-_LOOK_S = 1.0
-# Findings held back for a client with more jobs ready go once they reach this size.
-_FINDINGS_BATCH = 64 << 10
-# After a job of at least this many bytes, freed memory goes back to the system.
-_TRIM_AFTER_BYTES = 1 << 20
+_LOOK_S = 1.0  # how often an idle process looks at its parent and its idle time
+_FINDINGS_BATCH = 64 << 10  # held-back findings go once they reach this size
+_TRIM_AFTER_BYTES = 1 << 20  # after a job this large, freed memory goes back to the system
+_DROPPED = (OSError, ValueError, EOFError, TypeError, pickle.UnpicklingError)  # a client that is not ours
 
 
 class _Client:
-    """One connected client process, and its job in the making."""
-
     def __init__(self, sock: socket.socket) -> None:
         self.sock = sock
         self.reader = protocol.FrameReader()
@@ -54,21 +49,18 @@ class _Client:
         self.out = bytearray()
         self.events = selectors.EVENT_READ  # what the selector watches (0: not registered)
         self.job: Job | None = None
-        # The request's and the response's builders (None when the job has no such payload).
-        self.parts: list[protocol.PayloadBuilder | None] = []
-        self.size = 0  # bytes of the job so far
+        self.payloads = protocol.PayloadBuilder()
 
     @property
     def complete(self) -> bool:
-        return self.job is not None and not self._unfilled()
+        return self.job is not None and self.payloads.done
 
-    def _unfilled(self) -> list[protocol.PayloadBuilder]:
-        return [part for part in self.parts if part is not None and not part.done]
+    @property
+    def sends_now(self) -> bool:
+        return bool(self.out) and (not self.complete or len(self.out) >= _FINDINGS_BATCH)
 
     def take_frame(self, kind: bytes, body: bytes, counters: Counters) -> None:
-        """One frame of the client; raises ValueError (or UnpicklingError) for one that no
-        client of ours sends, which drops the client."""
-        self.size += len(body)
+        """One frame; raises ValueError (or UnpicklingError) for one no client of ours sends."""
         if kind == protocol.HELLO and self.analyst is None:
             settings = protocol.loads_plain(body)
             if not isinstance(settings, Settings):
@@ -76,65 +68,57 @@ class _Client:
             self.analyst = Analyst(settings, counters)
             self.out += protocol.message(protocol.READY, counters.status)
         elif kind == protocol.JOB and self.job is None and self.analyst is not None:
-            job, has_request, has_response = protocol.loads_plain(body)
-            if not isinstance(job, Job):
+            self.job = protocol.loads_plain(body)
+            if not isinstance(self.job, Job):
                 raise ValueError("a JOB without a job")
-            self.job, self.size = job, len(body)
-            self.parts = [
-                protocol.PayloadBuilder() if present else None for present in (has_request, has_response)
-            ]
-        elif self.job is not None and (pending := self._unfilled()):
-            pending[0].add(kind, body)
+        elif self.job is not None:
+            self.payloads.add(kind, body)
         else:
             raise ValueError(f"unexpected frame {kind!r}")
 
-    def take_job(self) -> tuple[Job, object, object, int]:
-        """The complete job, its request and response, and its size; ready for the next."""
-        assert self.job is not None
-        job, parts, size = self.job, self.parts, self.size
-        self.job, self.parts, self.size = None, [], 0
-        request, response = (_built(part) for part in parts)
-        return job, request, response, size
-
-
-def _built(part: protocol.PayloadBuilder | None) -> object:
-    if part is None:
-        return None
-    try:
-        return part.build()
-    except (ValueError, EOFError, RecursionError, pickle.UnpicklingError) as exc:
-        return _Undecodable(type(exc).__name__)
-
-
-class _Undecodable:
-    """A payload that could not be put back together (kept apart from any payload value)."""
-
-    def __init__(self, error: str) -> None:
-        self.error = error
+    def count(self) -> int:
+        """Analyse the complete job; the bytes it took."""
+        assert self.job is not None and self.analyst is not None
+        job, payloads, self.job, self.payloads = self.job, self.payloads, None, protocol.PayloadBuilder()
+        try:
+            request, response = payloads.build()
+            findings = self.analyst.analyse(job, request, response)
+        except (*_DROPPED, RecursionError) as exc:  # not a payload we can read: a failed analysis
+            findings = self.analyst.failed(job, type(exc).__name__)
+        self.out += protocol.message(protocol.FINDINGS, findings)
+        return payloads.size
 
 
 class CountingLoop:
-    def __init__(self, listener: socket.socket, counters: Counters, slots: Slots, index: int) -> None:
+    def __init__(self, listener: socket.socket, counters: Counters, idle_s: float) -> None:
         self._listener = listener
         self._counters = counters
-        self._slots = slots
-        self._index = index
+        self._idle_s = idle_s
         self._selector = selectors.DefaultSelector()
         self._clients: deque[_Client] = deque()  # in turn order
-        self._trim = _malloc_trim()
+        self._trim = malloc_trim()
 
     def run(self, parent: int) -> None:
+        """Serve until the parent dies, or no client came for `idle_s`."""
         self._listener.setblocking(False)
         self._selector.register(self._listener, selectors.EVENT_READ)
+        last_client = time.monotonic()
         while os.getppid() == parent:
+            if self._clients:
+                last_client = time.monotonic()
+            elif time.monotonic() - last_client >= self._idle_s:
+                return
             turn = self._next_turn()
             for key, events in self._selector.select(0 if turn else _LOOK_S):
                 if key.fileobj is self._listener:
                     self._accept()
                 else:
-                    self._serve(key.data, events)
+                    self._serve(key.data, events & selectors.EVENT_READ)
             if turn is not None and turn in self._clients:
-                self._count(turn)
+                size = turn.count()
+                if size >= _TRIM_AFTER_BYTES and self._trim is not None:
+                    self._trim(0)
+                self._serve(turn, read=False)  # frames of its next job may be in hand already
 
     def _next_turn(self) -> _Client | None:
         """The next client with a complete job, moved to the back of the line."""
@@ -157,55 +141,39 @@ class CountingLoop:
         client = _Client(sock)
         self._clients.append(client)
         self._selector.register(sock, client.events, client)
-        self._slots.set_clients(self._index, len(self._clients))
 
-    def _serve(self, client: _Client, events: int) -> None:
+    def _serve(self, client: _Client, read: int) -> None:
         try:
-            if events & selectors.EVENT_READ:
-                self._read(client)
-            self._write(client)
-        except (OSError, ValueError, EOFError, pickle.UnpicklingError) as exc:
+            if read:
+                data = client.sock.recv(_READ_BYTES)
+                if not data:
+                    raise EOFError("the client left")
+                client.reader.feed(data)
+            while not client.complete and (found := client.reader.next_frame()) is not None:
+                client.take_frame(*found, self._counters)
+            if client.sends_now:
+                with contextlib.suppress(BlockingIOError, InterruptedError):
+                    del client.out[: client.sock.send(client.out)]
+            self._watch(client)
+        except (BlockingIOError, InterruptedError):
+            pass
+        except _DROPPED as exc:
             _logger.debug("mcp-tokens counter: dropping a client (%s)", exc)
             self._drop(client)
 
-    def _read(self, client: _Client) -> None:
-        try:
-            data = client.sock.recv(_READ_BYTES)
-        except (BlockingIOError, InterruptedError):
-            return
-        if not data:
-            raise EOFError("the client closed its connection")
-        client.reader.feed(data)
-        self._parse(client)
-
-    def _parse(self, client: _Client) -> None:
-        """Frames already read, up to the end of the client's next job."""
-        while not client.complete and (found := client.reader.next_frame()) is not None:
-            client.take_frame(*found, self._counters)
-
-    def _write(self, client: _Client) -> None:
-        if _sends_now(client):
-            try:
-                sent = client.sock.send(client.out)
-            except (BlockingIOError, InterruptedError):
-                sent = 0
-            del client.out[:sent]
-        self._watch(client)
-
     def _watch(self, client: _Client) -> None:
-        """Read while the client's next job is incomplete; write while findings wait."""
+        """Read while the client's next job is incomplete; write while its findings go."""
         events = (0 if client.complete else selectors.EVENT_READ) | (
-            selectors.EVENT_WRITE if _sends_now(client) else 0
+            selectors.EVENT_WRITE if client.sends_now else 0
         )
-        if events == client.events:
-            return
-        if client.events and events:
-            self._selector.modify(client.sock, events, client)
-        elif events:
-            self._selector.register(client.sock, events, client)
-        else:
-            self._selector.unregister(client.sock)
-        client.events = events
+        if events != client.events:
+            if client.events and events:
+                self._selector.modify(client.sock, events, client)
+            elif events:
+                self._selector.register(client.sock, events, client)
+            else:
+                self._selector.unregister(client.sock)
+            client.events = events
 
     def _drop(self, client: _Client) -> None:
         with contextlib.suppress(ValueError):
@@ -214,54 +182,15 @@ class CountingLoop:
             with contextlib.suppress(KeyError, ValueError):
                 self._selector.unregister(client.sock)
         client.sock.close()
-        self._slots.set_clients(self._index, len(self._clients))
-
-    def _count(self, client: _Client) -> None:
-        job, request, response, size = client.take_job()
-        analyst = client.analyst
-        assert analyst is not None  # a job follows the HELLO
-        client.out += protocol.message(protocol.FINDINGS, _findings(analyst, job, request, response))
-        del request, response
-        if size >= _TRIM_AFTER_BYTES and self._trim is not None:
-            self._trim(0)
-        self._slots.touch(self._index)
-        try:  # frames of the next job may have arrived with this one's
-            self._parse(client)
-            self._write(client)
-        except (OSError, ValueError, EOFError, pickle.UnpicklingError) as exc:
-            _logger.debug("mcp-tokens counter: dropping a client (%s)", exc)
-            self._drop(client)
 
 
-def _sends_now(client: _Client) -> bool:
-    """Whether a client's findings go now: while it has another job ready, they wait for
-    that job's (up to `_FINDINGS_BATCH` bytes), so a busy client is woken once for many."""
-    return bool(client.out) and (not client.complete or len(client.out) >= _FINDINGS_BATCH)
-
-
-def _findings(analyst: Analyst, job: Job, request: object, response: object) -> Findings:
-    for payload in (request, response):
-        if isinstance(payload, _Undecodable):
-            return analyst.failed(job, payload.error)
-    return analyst.analyse(job, request, response)
-
-
-def _malloc_trim() -> Callable[[int], int] | None:
-    """glibc's malloc_trim: after a large payload is freed, glibc keeps the memory in its
-    arenas for the next allocation; a counting process may go idle for hours, so it gives
-    it back. None elsewhere."""
+def malloc_trim() -> Callable[[int], int] | None:
+    """glibc's malloc_trim: glibc keeps a large payload's freed memory for the next one, and
+    a counting process may go idle for hours, so it gives it back. None elsewhere."""
     with contextlib.suppress(OSError, AttributeError, TypeError):
         trim: Callable[[int], int] = ctypes.CDLL(None).malloc_trim
         return trim
     return None
-
-
-def run_counting_process(
-    listener: socket.socket, counters: Counters, slots: Slots, index: int, parent: int
-) -> None:
-    """The body of a forked counting process (it never returns to the supervisor's code)."""
-    lower_priority()
-    CountingLoop(listener, counters, slots, index).run(parent)
 
 
 def lower_priority() -> None:

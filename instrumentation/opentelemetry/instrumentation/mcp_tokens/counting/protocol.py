@@ -4,9 +4,9 @@ Every message is a frame: a one-byte kind, a four-byte big-endian length, the bo
 
     client -> service                           service -> client
     HELLO   the client's Settings               READY     pickled AnalystStatus (once)
-    JOB     a Job, then each of its payloads    FINDINGS  pickled Findings (one per job)
-            (request first) as PIECE frames
-            and an END
+    JOB     a Job, then its (request,           FINDINGS  pickled Findings (one per job)
+            response) as PIECE frames and an
+            END
     GUARD   (guard socket) {op, budget} as      ANSWER    (guard socket) the answer, as JSON
             JSON, then the text's UTF-8 as
             PIECE frames and an END
@@ -135,15 +135,14 @@ def _pickled(value: object) -> memoryview:
 
 
 def job_frames(job: Job, request: object, response: object, piece_bytes: int) -> Iterator[bytes | memoryview]:
-    """The frames of one job: its JOB frame, then its payloads' pieces, produced lazily."""
-    yield message(JOB, (job, request is not None, response is not None))
-    for payload in (request, response):
-        if payload is not None:
-            try:
-                data: bytes | memoryview = dumps_values(payload)
-            except ValueError:
-                data = b""  # an empty pickle: the service fails this payload's analysis
-            yield from pieces(data, piece_bytes)
+    """The frames of one job: its JOB frame, then (request, response) as PIECE frames and an
+    END (an empty payload, which the service fails to analyse, if they cannot cross)."""
+    yield message(JOB, job)
+    try:
+        data: bytes | memoryview = dumps_values((request, response))
+    except ValueError:
+        data = b""
+    yield from pieces(data, piece_bytes)
 
 
 class PayloadBuilder:
