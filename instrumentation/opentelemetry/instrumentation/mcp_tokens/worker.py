@@ -212,11 +212,12 @@ class AnalysisWorker:
         finally:
             with self._condition:
                 left = [*self._queued, *(exchange for exchange, _ in self._sent.values())]
+            for exchange in left:
+                self._estimate(exchange, semconv.SKIP_SHUTDOWN)
+            with self._condition:
                 self._queued.clear()
                 self._sent.clear()
                 self._condition.notify_all()
-            for exchange in left:
-                self._estimate(exchange, semconv.SKIP_SHUTDOWN)
             if self._link is not None:
                 with contextlib.suppress(Exception):
                     self._link.close()
@@ -272,11 +273,12 @@ class AnalysisWorker:
         with contextlib.suppress(Exception):
             link.close()
         with self._condition:
-            lost = [exchange for exchange, _ in self._sent.values()]
-            self._sent.clear()
+            lost = list(self._sent.items())
             self._unsent = 0
-        for exchange in lost:
+        for seq, (exchange, _) in lost:
             self._estimate(exchange, semconv.SKIP_ERROR)
+            with self._condition:
+                self._sent.pop(seq, None)
         self._back_off(reason)
 
     def _back_off(self, reason: str) -> None:
@@ -293,12 +295,14 @@ class AnalysisWorker:
             self._ready.set()
         for findings in arrived:
             with self._condition:
-                exchange, send_s = self._sent.pop(findings.seq, (None, 0.0))
+                exchange, send_s = self._sent.get(findings.seq, (None, 0.0))
             if exchange is not None:
                 try:
                     self._sink.record(exchange, findings, send_s)
                 except Exception:
                     _logger.debug("mcp-tokens could not record an analysis", exc_info=True)
+                with self._condition:  # only now: force_flush() waits for the record too
+                    self._sent.pop(findings.seq, None)
             self.yield_gil()
 
     def _send(self, link: Link) -> None:
