@@ -7,8 +7,7 @@ the lowest CPU priority (SCHED_IDLE: only CPU time nobody else wants).
 
 A client is read only up to its next complete job: the rest waits in its socket and in its
 own bounded queue, so this process holds one job per client at most, and clients with a
-job take turns, so a busy one cannot starve the others. Findings for a client with another
-job ready wait for that one's, so a busy client is woken once for many. Each client has an
+job take turns, so a busy one cannot starve the others. Each client has an
 `Analyst` of its own (settings, labels, budget ledgers) over the process's `Counters`. A
 process without clients for the idle timeout exits.
 """
@@ -36,7 +35,6 @@ _logger = logging.getLogger(__name__)
 
 _READ_BYTES = 1 << 20
 _LOOK_S = 1.0  # how often an idle process looks at its parent and its idle time
-_FINDINGS_BATCH = 64 << 10  # held-back findings go once they reach this size
 _TRIM_AFTER_BYTES = 1 << 20  # after a job this large, freed memory goes back to the system
 _DROPPED = (OSError, ValueError, EOFError, TypeError, pickle.UnpicklingError)  # a client that is not ours
 
@@ -54,10 +52,6 @@ class _Client:
     @property
     def complete(self) -> bool:
         return self.job is not None and self.payloads.done
-
-    @property
-    def sends_now(self) -> bool:
-        return bool(self.out) and (not self.complete or len(self.out) >= _FINDINGS_BATCH)
 
     def take_frame(self, kind: bytes, body: bytes, counters: Counters) -> None:
         """One frame; raises ValueError (or UnpicklingError) for one no client of ours sends."""
@@ -151,7 +145,7 @@ class CountingLoop:
                 client.reader.feed(data)
             while not client.complete and (found := client.reader.next_frame()) is not None:
                 client.take_frame(*found, self._counters)
-            if client.sends_now:
+            if client.out:
                 with contextlib.suppress(BlockingIOError, InterruptedError):
                     del client.out[: client.sock.send(client.out)]
             self._watch(client)
@@ -162,9 +156,9 @@ class CountingLoop:
             self._drop(client)
 
     def _watch(self, client: _Client) -> None:
-        """Read while the client's next job is incomplete; write while its findings go."""
+        """Read while the client's next job is incomplete; write while findings wait."""
         events = (0 if client.complete else selectors.EVENT_READ) | (
-            selectors.EVENT_WRITE if client.sends_now else 0
+            selectors.EVENT_WRITE if client.out else 0
         )
         if events != client.events:
             if client.events and events:
