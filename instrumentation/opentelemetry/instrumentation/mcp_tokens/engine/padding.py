@@ -30,7 +30,9 @@ class PaddingReason(str, Enum):
     LONG_LINE = "long_line"
 
 
-@dataclass(frozen=True, slots=True)
+# Not slotted: it crosses from the counting service to the application for every exchange,
+# and a frozen slotted dataclass unpickles through Python-level __setstate__ (five times slower).
+@dataclass(frozen=True)
 class PaddingFinding:
     """One padding finding: why, where it starts (character offset in the block), how strong.
 
