@@ -56,8 +56,9 @@ class ScriptedLink:
             self._out += (exchange.request_chars or 0) + (exchange.response_chars or 0)
         if self.hold or self.stuck:
             self._waiting.append(seq)
-        else:
+        else:  # answered: readable, as a service's socket would be
             self._answers.append(Findings(seq, "server", "t"))
+            os.write(self._wake_w, b"x")
 
     def release(self) -> None:
         self._answers.extend(Findings(seq, "server", "t") for seq in self._waiting)

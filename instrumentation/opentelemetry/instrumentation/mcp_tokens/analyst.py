@@ -38,7 +38,8 @@ if TYPE_CHECKING:
 _logger = logging.getLogger(__name__)
 
 
-@dataclass(frozen=True, slots=True)
+# Not slotted, as `Findings`: it crosses for every exchange.
+@dataclass(frozen=True)
 class Job:
     """One finished exchange, as the analysis needs it (the span stays behind). Plain
     values only: the counting service unpickles it with an allow-list (counting/protocol.py)."""

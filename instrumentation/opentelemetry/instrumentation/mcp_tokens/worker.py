@@ -206,7 +206,8 @@ class AnalysisWorker:
                     try:
                         self._take_findings(link)
                         self._send(link)
-                        self._take_findings(link)  # a link on this thread answers as it is sent
+                        if link.fileno() is None:  # a link on this thread answers as it is sent
+                            self._take_findings(link)
                     except Exception as exc:  # a closed link, or a fault of ours: the same remedy
                         self._lose_link(link, str(exc) or type(exc).__name__)
         finally:
