@@ -62,8 +62,8 @@ test: lint typecheck unit unit-mcp1
 # missed its bound.
 PERF_DOC ?= docs/performance.md
 MARKDOWN = $(if $(PERF_DOC),--markdown $(PERF_DOC))
-BENCHES := "engine" "engine_bounds" "startup" "worker_cost" "loop_stall --full" \
-	"page_faults --transport stdio" "page_faults --transport memory" "exporters" "guard" "instrumented"
+BENCHES := "engine" "engine_bounds" "startup" "worker_cost" "counting" "footprint" "saturation" "loop_stall --full" \
+	"exporters" "guard" "instrumented"
 
 bench: $(STAMP)
 	@missed=""; for run in $(BENCHES); do \
