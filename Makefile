@@ -15,7 +15,7 @@ STAMP1 := $(VENV1)/.installed
 
 PYTEST_ARGS ?=
 
-.PHONY: all install install-mcp1 demo test lint typecheck unit unit-mcp1 bench bench-instrumented bench-loop-stall bench-startup clean
+.PHONY: all install install-mcp1 demo docs test test-pythons lint typecheck unit unit-mcp1 bench bench-instrumented bench-loop-stall bench-startup clean
 
 all: test
 
@@ -40,6 +40,10 @@ install-mcp1: $(STAMP1)
 
 demo: $(BASE_STAMP)
 	$(PY) -m examples.demo
+
+# The settings tables (README.md, docs/telemetry.md, the instrumentor's docstring) from config.py.
+docs: $(STAMP)
+	$(PY) -m tests.settings_tables
 
 lint: $(STAMP)
 	$(BIN)/ruff check .
