@@ -61,6 +61,13 @@ unit-mcp1: $(STAMP1)
 
 test: lint typecheck unit unit-mcp1
 
+# The unit and integration tests on every Python the classifiers claim that this machine has
+# (pyenv's or python3.X on PATH), on both SDK lines, each in a .venv-py3.X[-mcp1] of its own
+# (tests/pythons.py). `make test-pythons PYTHONS=3.10,3.13` runs those only. CI runs one Python.
+PYTHONS ?=
+test-pythons:
+	$(PYTHON) -m tests.pythons $(if $(PYTHONS),--only $(PYTHONS)) $(if $(PYTEST_ARGS),-- $(PYTEST_ARGS))
+
 # Every benchmark, each writing its table into docs/performance.md, then the README's summary
 # of them (`make bench PERF_DOC=` leaves both alone); fails at the end when a benchmark
 # missed its bound.
@@ -90,4 +97,4 @@ bench-startup: $(STAMP)
 	$(PY) -m tests.bench.startup $(MARKDOWN)
 
 clean:
-	rm -rf $(VENV) $(VENV1) .mypy_cache .ruff_cache .pytest_cache build dist
+	rm -rf $(VENV) $(VENV1) .venv-py3.* .mypy_cache .ruff_cache .pytest_cache build dist
