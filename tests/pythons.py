@@ -1,3 +1,6 @@
+# Copyright The mcp-tokens developers
+# SPDX-License-Identifier: Apache-2.0
+
 """The unit and integration tests on every Python the classifiers claim: `make test-pythons`.
 
     python3 -m tests.pythons [--only 3.10,3.13] [--line 2]

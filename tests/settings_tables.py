@@ -1,3 +1,6 @@
+# Copyright The mcp-tokens developers
+# SPDX-License-Identifier: Apache-2.0
+
 """The settings tables, generated from `config.Settings`: `python -m tests.settings_tables`.
 
 `make docs` runs it. Each setting's row (variable, default, meaning) comes from its

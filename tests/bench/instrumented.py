@@ -1,3 +1,6 @@
+# Copyright The mcp-tokens developers
+# SPDX-License-Identifier: Apache-2.0
+
 """What mcp-tokens adds to a tool call: `python -m tests.bench.instrumented` (`make bench-instrumented`).
 
 For 1 KB, 50 KB, 1 MB and 20 MB of JSON text in a tool result, over stdio (a real server

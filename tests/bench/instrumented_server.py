@@ -1,3 +1,6 @@
+# Copyright The mcp-tokens developers
+# SPDX-License-Identifier: Apache-2.0
+
 """The MCP server and the telemetry harness of the instrumented-call benchmark.
 
 - `build_server(payload_dir)`: the SDK's own high-level server (FastMCP on mcp 1.x,

@@ -1,3 +1,6 @@
+# Copyright The mcp-tokens developers
+# SPDX-License-Identifier: Apache-2.0
+
 """How long the analysis makes an event loop wait: `python -m tests.bench.loop_stall`.
 
 The analysis runs in a helper process, but the instrumented process still encodes each

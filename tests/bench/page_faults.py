@@ -1,3 +1,6 @@
+# Copyright The mcp-tokens developers
+# SPDX-License-Identifier: Apache-2.0
+
 """Minor page faults per tool call, uninstrumented against instrumented:
 `python -m tests.bench.page_faults` (Linux).
 

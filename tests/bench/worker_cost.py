@@ -1,3 +1,6 @@
+# Copyright The mcp-tokens developers
+# SPDX-License-Identifier: Apache-2.0
+
 """What one exchange's analysis costs, and where: `python -m tests.bench.worker_cost`.
 
 The analysis of an exchange is split between two processes: the instrumented process

@@ -1,3 +1,6 @@
+# Copyright The mcp-tokens developers
+# SPDX-License-Identifier: Apache-2.0
+
 """The registry of calls in flight (inflight.py), the activity board it writes for the
 helper, and the helper's waits on it (activity.py)."""
 

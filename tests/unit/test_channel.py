@@ -1,3 +1,6 @@
+# Copyright The mcp-tokens developers
+# SPDX-License-Identifier: Apache-2.0
+
 """The frames between the instrumented process and its helper (channel.py)."""
 
 from __future__ import annotations

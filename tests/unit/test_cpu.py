@@ -1,3 +1,6 @@
+# Copyright The mcp-tokens developers
+# SPDX-License-Identifier: Apache-2.0
+
 """Whether the helper may work beside the application's calls (cpu.py)."""
 
 from __future__ import annotations

@@ -1,3 +1,6 @@
+# Copyright The mcp-tokens developers
+# SPDX-License-Identifier: Apache-2.0
+
 """Handing the GIL over while our threads run Python (gil.py)."""
 
 from __future__ import annotations

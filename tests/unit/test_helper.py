@@ -1,3 +1,6 @@
+# Copyright The mcp-tokens developers
+# SPDX-License-Identifier: Apache-2.0
+
 """The analysis helper process (helper.py, helper_link.py), for real: started, fed,
 starved, killed; and the analysis on the worker's thread (thread_link.py)."""
 

@@ -1,3 +1,6 @@
+# Copyright The mcp-tokens developers
+# SPDX-License-Identifier: Apache-2.0
+
 """Which work runs with the worker's pauses inside it (`sliced`), and which does not.
 
 The pauses come from a profile hook of the thread, which makes the interpreter run

@@ -1,3 +1,6 @@
+# Copyright The mcp-tokens developers
+# SPDX-License-Identifier: Apache-2.0
+
 """The settings tables of README.md, docs/telemetry.md and the instrumentor's docstring are
 what config.py declares (`make docs` writes them: tests/settings_tables.py)."""
 

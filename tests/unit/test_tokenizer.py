@@ -1,3 +1,6 @@
+# Copyright The mcp-tokens developers
+# SPDX-License-Identifier: Apache-2.0
+
 """Exact offline tokenizers, their loading, fallback, cap, cache and chunked counting."""
 
 from __future__ import annotations

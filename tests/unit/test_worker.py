@@ -1,3 +1,6 @@
+# Copyright The mcp-tokens developers
+# SPDX-License-Identifier: Apache-2.0
+
 """The instrumented process's side of the analysis (worker.py), against a scripted link.
 
 The link stands in for the analysis: it answers jobs as a test tells it to, can hold them,

@@ -1,3 +1,6 @@
+# Copyright The mcp-tokens developers
+# SPDX-License-Identifier: Apache-2.0
+
 """Token economics for the Model Context Protocol, as OpenTelemetry.
 
 Exact token counts for every MCP tool result, tool argument, tool listing, resource and

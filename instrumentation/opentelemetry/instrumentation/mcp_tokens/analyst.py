@@ -1,3 +1,6 @@
+# Copyright The mcp-tokens developers
+# SPDX-License-Identifier: Apache-2.0
+
 """The analysis side: what one exchange's payloads are worth, in tokens.
 
 An `Analyst` owns everything the analysis needs and keeps between exchanges: the exact

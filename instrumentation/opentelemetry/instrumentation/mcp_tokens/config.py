@@ -1,3 +1,6 @@
+# Copyright The mcp-tokens developers
+# SPDX-License-Identifier: Apache-2.0
+
 """Every OTEL_INSTRUMENTATION_MCP_TOKENS_* setting, parsed once, with its default.
 
 `Settings.load(overrides)` reads the environment; keyword arguments given to

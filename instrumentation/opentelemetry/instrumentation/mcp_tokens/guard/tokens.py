@@ -1,3 +1,6 @@
+# Copyright The mcp-tokens developers
+# SPDX-License-Identifier: Apache-2.0
+
 """Exact counts and cuts for the guard, in the application's process, as bounded as they can be.
 
 The analysis counts in its helper process, after the response; the guard must decide on

@@ -1,3 +1,6 @@
+# Copyright The mcp-tokens developers
+# SPDX-License-Identifier: Apache-2.0
+
 """mcp 1.x: requests this process sends, as CLIENT spans and exchanges.
 
 `BaseSession.send_request` is the funnel for every request a ClientSession sends, and for

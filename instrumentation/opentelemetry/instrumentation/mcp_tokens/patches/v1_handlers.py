@@ -1,3 +1,6 @@
+# Copyright The mcp-tokens developers
+# SPDX-License-Identifier: Apache-2.0
+
 """What the mcp 1.x request handlers share, on the sending side (`v1_client`) and the
 receiving side (`v1_server`)."""
 

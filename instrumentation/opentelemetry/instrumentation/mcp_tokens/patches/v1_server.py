@@ -1,3 +1,6 @@
+# Copyright The mcp-tokens developers
+# SPDX-License-Identifier: Apache-2.0
+
 """mcp 1.x: requests this process receives, as SERVER spans and exchanges.
 
 Where a received request starts:

@@ -1,3 +1,6 @@
+# Copyright The mcp-tokens developers
+# SPDX-License-Identifier: Apache-2.0
+
 """mcp 2.x client side: one `Exchange` per request a dispatcher sends, on one CLIENT span.
 
 Every request a 2.x peer sends goes through its dispatcher's `send_raw_request`, which
