@@ -166,6 +166,7 @@ class ClientHooks:
             return await self._send(call, wrapped, args, kwargs)
         finally:
             reset_quietly(_PENDING, token)
+            self._close(call)
 
     async def _send_direct(
         self, wrapped: Wrapped, dispatcher: Any, args: tuple[Any, ...], kwargs: dict[str, Any]
@@ -182,6 +183,7 @@ class ClientHooks:
                 return await self._send(call, wrapped, args, kwargs)
         finally:
             reset_quietly(DIRECT_DISPATCH, direct)
+            self._close(call)
 
     async def _send(
         self, call: ClientCall, wrapped: Wrapped, args: tuple[Any, ...], kwargs: dict[str, Any]
@@ -193,14 +195,15 @@ class ClientHooks:
         except BaseException as exc:
             safely(self._reporter.failed, call, exc)
             raise
-        else:
-            if self._guard is not None:
-                result = self._guarded(call, result)
-            safely(self._reporter.succeeded, call, result)
-            return result
-        finally:
-            safely(self._reporter.close, call)
-            call.handoff.abandon()  # only acts when close failed before submitting
+        if self._guard is not None:
+            result = self._guarded(call, result)
+        safely(self._reporter.succeeded, call, result)
+        return result
+
+    def _close(self, call: ClientCall) -> None:
+        """Hand the call over, once its span's context and the dispatch's markers are reset."""
+        safely(self._reporter.close, call)
+        call.handoff.abandon()  # only acts when close failed before submitting
 
     def _guarded(self, call: ClientCall, result: object) -> object:
         """The raw result after the guard: what the application receives (the client's own
