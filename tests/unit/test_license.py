@@ -19,27 +19,6 @@ REPO_ROOT = Path(__file__).resolve().parents[2]
 APACHE_2_0_SHA256 = "cfc7749b96f63bd31c3c42b5c471bf756814053e847c10f3eb003417bc523d30"
 NOTICE = "# Copyright The mcp-tokens developers\n# SPDX-License-Identifier: Apache-2.0\n"
 SOURCE_FOLDERS = ("instrumentation", "exporters", "tests", "examples")
-# The analysis scheduling's modules, which are being rewritten elsewhere: their new text gets
-# the notice. Listed by name so that the list only shrinks: a file named here that is gone, or
-# already carries the notice, fails the test below until it leaves the list.
-_SCHEDULING = "instrumentation/opentelemetry/instrumentation/mcp_tokens"
-NOTICE_WITH_REWRITE = frozenset(
-    f"{_SCHEDULING}/{name}.py"
-    for name in (
-        "activity",
-        "channel",
-        "cpu",
-        "gil",
-        "helper",
-        "helper_link",
-        "inflight",
-        "link",
-        "pacing",
-        "pipeline",
-        "thread_link",
-        "worker",
-    )
-)
 
 
 def test_license_is_the_apache_license_2_0() -> None:
@@ -72,15 +51,6 @@ def _carries_notice(text: str) -> bool:
     return text.startswith(NOTICE)
 
 
-@pytest.mark.parametrize("path", [path for path in python_files() if path not in NOTICE_WITH_REWRITE])
+@pytest.mark.parametrize("path", python_files())
 def test_every_python_file_starts_with_the_notice(path: str) -> None:
     assert _carries_notice((REPO_ROOT / path).read_text(encoding="utf-8")), f"{path} lacks:\n{NOTICE}"
-
-
-def test_the_files_awaiting_their_notice_are_still_there_without_it() -> None:
-    for path in sorted(NOTICE_WITH_REWRITE):
-        file = REPO_ROOT / path
-        assert file.exists(), f"{path} is gone: take it off NOTICE_WITH_REWRITE"
-        assert not _carries_notice(file.read_text(encoding="utf-8")), (
-            f"{path} has its notice: take it off NOTICE_WITH_REWRITE"
-        )

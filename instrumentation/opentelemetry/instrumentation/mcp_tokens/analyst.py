@@ -3,16 +3,17 @@
 
 """The analysis side: what one exchange's payloads are worth, in tokens.
 
-An `Analyst` owns everything the analysis needs and keeps between exchanges: the exact
-tokenizer (loaded on a thread at start), the analyzers, the bounded label folders and
-the budget-scope ledgers. It turns a `Job` (the facts of one finished exchange, without
-its span) and the exchange's wire payloads into `Findings`: tokens, overhead, risk and
-padding per payload, the folded label values, the budget snapshot. Findings are small
+An `Analyst` owns what the analysis of one client keeps between its exchanges: the
+analyzers, the bounded label folders and the budget-scope ledgers; the tokenizer is the
+process's (`Counters`), shared by every client a counting process serves. It turns a
+`Job` (the facts of one finished exchange, without its span) and the exchange's wire
+payloads into `Findings`: tokens, overhead, risk and padding per payload, the folded
+label values, the budget snapshot. Findings are small
 and bounded whatever the payloads held (no per-block detail, at most one definition
 entry per label value), because the instrumented process reads them on its own time.
 
-It runs in the analysis helper process (helper.py), where it shares no GIL with the
-application, or, where no helper can be started, on a thread of the application.
+It runs in the counting service (counting/), where it shares no GIL with the application,
+or, where no service can run, on a thread of the application.
 Nothing here imports the MCP SDK or the OpenTelemetry SDK.
 """
 
@@ -23,7 +24,7 @@ import logging
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from . import semconv
 from .config import Settings
@@ -31,9 +32,8 @@ from .engine.analysis import Analysis, Analyzer, AnalyzerOptions, PayloadKind
 from .engine.compact import compact_json
 from .engine.estimate import EstimateTokenizer
 from .engine.ledger import BudgetLedger, BudgetSnapshot
-from .engine.tokenizer import TokenCounter, TokenizerLoader, TokenizerSpec
+from .engine.tokenizer import TokenCounter, Tokenizer, TokenizerLoader, TokenizerSpec
 from .labels import LabelFolder, ServerLabels, SharedListings, clean_text
-from .pacing import PACING, Pacing
 
 if TYPE_CHECKING:
     from .exchange import Exchange
@@ -44,7 +44,7 @@ _logger = logging.getLogger(__name__)
 @dataclass(frozen=True, slots=True)
 class Job:
     """One finished exchange, as the analysis needs it (the span stays behind). Plain
-    values only: the helper unpickles it without the instrumented process's modules."""
+    values only: the counting service unpickles it with an allow-list (counting/protocol.py)."""
 
     seq: int
     side: str  # semconv.SIDE_CLIENT or SIDE_SERVER
@@ -58,7 +58,7 @@ class Job:
     # The budget scope charged (budgeted operations only), and its context window.
     budget_key: str | None = None
     context_window: int | None = None
-    # The sender's queue is half full: exact counting cannot keep up, estimate.
+    # The client is behind (half its queue is waiting): estimate rather than count.
     behind: bool = False
 
 
@@ -97,7 +97,7 @@ class Findings:
     # Label values this exchange admitted, in order: (None, server name) or (server label,
     # tool or prompt name); the instrumented process replays them to fold the same way.
     admitted: tuple[tuple[str | None, str], ...] = ()
-    # CPU time of the analysis (the helper's thread, or the application's in thread mode).
+    # CPU time of the analysis (the counting process's, or the application's in thread mode).
     analysis_s: float = 0.0
     # Estimated rather than counted because the analysis was behind.
     backlog: bool = False
@@ -121,21 +121,70 @@ def _no_pause() -> None:
     return None
 
 
-class Analyst:
+class Counters:
+    """The exact tokenizer and the estimate that every `Analyst` of a process counts with
+    (one tokenizer, however many clients a counting process serves)."""
+
     def __init__(
         self,
-        settings: Settings,
-        pacing: Pacing = PACING,
+        tokenizer: Tokenizer,
         *,
-        counting_threads: int | None = None,
+        error: str | None = None,
+        threads: int | None = None,
         chunk_chars: int = 1 << 20,
         pause: Callable[[], None] = _no_pause,
     ) -> None:
+        self.tokenizer = tokenizer
+        self.status = AnalystStatus(tokenizer.name, tokenizer.exact, error, time.time_ns())
+        self._threads = threads
+        self._chunk_chars = chunk_chars
+        self._pause = pause
+        self._exact: dict[int, TokenCounter] = {}
+        self._estimates: dict[int, TokenCounter] = {}
+
+    @classmethod
+    def load(cls, spec: TokenizerSpec, **options: Any) -> Counters:
+        """Load the tokenizer here and now (a counting process, before it forks)."""
+        loader = TokenizerLoader(spec)
+        loader.run()
+        return cls(loader.tokenizer(), error=loader.error, **options)
+
+    @classmethod
+    def from_loader(cls, loader: TokenizerLoader, **options: Any) -> Counters:
+        """The counters once `loader` has loaded (waits for it)."""
+        return cls(loader.tokenizer(), error=loader.error, **options)
+
+    def exact(self, max_bytes: int) -> TokenCounter:
+        counter = self._exact.get(max_bytes)
+        if counter is None:
+            counter = self._exact[max_bytes] = TokenCounter(
+                self.tokenizer,
+                max_bytes=max_bytes,
+                threads=self._threads,
+                chunk_chars=self._chunk_chars,
+                pause=self._pause,
+            )
+        return counter
+
+    def estimate(self, max_bytes: int) -> TokenCounter:
+        """For payloads exact counting is too far behind on: the content-aware estimate
+        costs a small fraction of tokenizing (engine/estimate.py). No cache: an estimate
+        costs about what a lookup does."""
+        counter = self._estimates.get(max_bytes)
+        if counter is None:
+            counter = self._estimates[max_bytes] = TokenCounter(
+                EstimateTokenizer(), max_bytes=max_bytes, threads=1, cache_entries=0
+            )
+        return counter
+
+
+class Analyst:
+    """One client's analysis: its settings, label folders and budget ledgers, counting
+    with the process's shared `Counters`."""
+
+    def __init__(self, settings: Settings, counters: Counters) -> None:
         self.settings = settings
-        self._pacing = pacing
-        self.loader = TokenizerLoader(
-            TokenizerSpec(settings.encoding, settings.tokenizer_file, settings.tokenizer_pattern)
-        )
+        self._counters = counters
         # One ledger per side: a process that is both the client and the server of a
         # session (in-memory transports) must not charge one scope twice.
         self.ledgers = {
@@ -149,51 +198,18 @@ class Analyst:
         }
         self.labels = ServerLabels(settings.max_label_values)
         self._shared_listings = SharedListings()
-        self._counting_threads = counting_threads
-        self._chunk_chars = chunk_chars
-        self._pause = pause
-        self._analyzer: Analyzer | None = None
-        self._estimator: Analyzer | None = None
-
-    def start(self) -> None:
-        self.loader.start()
-
-    def status(self) -> AnalystStatus:
-        """Waits for the tokenizer (call it from a thread that may wait)."""
-        counter = self.analyzer().counter
-        return AnalystStatus(counter.name, counter.exact, self.loader.error, self.loader.loaded_ns)
-
-    def analyzer(self) -> Analyzer:
-        if self._analyzer is None:
-            counter = TokenCounter(
-                self.loader.tokenizer(),
-                max_bytes=self.settings.max_bytes,
-                threads=self._counting_threads,
-                chunk_chars=self._chunk_chars,
-                pause=self._pause,
-            )
-            self._analyzer = Analyzer(counter, self._options())
-        return self._analyzer
-
-    def estimator(self) -> Analyzer:
-        """For exchanges the analysis is too far behind on to count exactly: the
-        content-aware estimate costs a small fraction of tokenizing (engine/estimate.py)."""
-        if self._estimator is None:
-            # No cache: an estimate costs about what a lookup does, and a second cache would
-            # keep another 8 Mi characters of texts alive.
-            counter = TokenCounter(
-                EstimateTokenizer(), max_bytes=self.settings.max_bytes, threads=1, cache_entries=0
-            )
-            self._estimator = Analyzer(counter, self._options())
-        return self._estimator
-
-    def _options(self) -> AnalyzerOptions:
-        return AnalyzerOptions(
-            risk_thresholds=self.settings.risk_thresholds,
-            image_model=self.settings.image_model,
-            overhead_pattern=self.settings.overhead_pattern,
-            detect_padding=self.settings.padding,
+        options = AnalyzerOptions(
+            risk_thresholds=settings.risk_thresholds,
+            image_model=settings.image_model,
+            overhead_pattern=settings.overhead_pattern,
+            detect_padding=settings.padding,
         )
+        self._analyzer = Analyzer(counters.exact(settings.max_bytes), options)
+        self._estimator = Analyzer(counters.estimate(settings.max_bytes), options)
+
+    @property
+    def status(self) -> AnalystStatus:
+        return self._counters.status
 
     # --- one exchange ----------------------------------------------------------------------
     def analyse(self, job: Job, request: object, response: object) -> Findings:
@@ -213,12 +229,10 @@ class Analyst:
         )
 
     def _analyse(self, job: Job, request: object, response: object, started: float) -> Findings:
-        backlog = self._is_backlog(job)
-        analyzer = self.estimator() if backlog else self.analyzer()
+        backlog = job.behind and self._analyzer.counter.exact
+        analyzer = self._estimator if backlog else self._analyzer
         request_analysis = _analyse_part(analyzer, job.request_kind, request)
-        self._pause()
         response_analysis = _analyse_part(analyzer, job.response_kind, response)
-        self._pause()
         admitted: list[tuple[str | None, str]] = []
         server = self._server_label(job.server_name, admitted)
         targets = self.labels.targets(server)
@@ -250,15 +264,6 @@ class Analyst:
         if definitions is None or server != semconv.OTHER_VALUE or not job.server_name:
             return definitions
         return self._shared_listings.combine(job.side, job.server_name, definitions)
-
-    def _is_backlog(self, job: Job) -> bool:
-        """Whether to estimate: the sender is behind, or the exchange waited `max_backlog_s`.
-        Exchanges that waited for the tokenizer to load are counted (start-up is not
-        overload); without an exact tokenizer there is nothing cheaper to fall back to."""
-        loaded_ns = self.loader.loaded_ns
-        if loaded_ns == 0 or job.end_ns < loaded_ns or not self.analyzer().counter.exact:
-            return False
-        return job.behind or time.time_ns() - job.end_ns >= self._pacing.max_backlog_s * 1e9
 
     def _server_label(self, name: str | None, admitted: list[tuple[str | None, str]]) -> str:
         if name and self.labels.servers.admit(name):

@@ -34,8 +34,9 @@ from .engine.risk import RiskThresholds
 _logger = logging.getLogger(__name__)
 
 PREFIX = "OTEL_INSTRUMENTATION_MCP_TOKENS_"
-# Where the analysis runs (ANALYSIS): a helper process (default), or a thread of the
-# application (where child processes are unwelcome; the analysis then shares the GIL).
+# Where the analysis runs (ANALYSIS): the user's counting service, a process shared by every
+# instrumented process of the user (default), or a thread of the application (where child
+# processes are unwelcome; the analysis then shares the GIL).
 ANALYSIS_PROCESS = "process"
 ANALYSIS_THREAD = "thread"
 CAPTURE_CONTENT_ENV = "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT"
@@ -180,6 +181,12 @@ class Settings:
     queue_size: int = setting(
         1024, _positive_int, "exchanges queued or in analysis; beyond it they are skipped (`overload`)"
     )
+    span_wait: float = setting(
+        1.0,
+        _positive_float,
+        "seconds after its call a span may wait for its exact count before it ends with an estimate "
+        "(`mcp_tokens.skipped=late`; the exact count still reaches the metrics)",
+    )
     max_label_values: int = setting(
         200, _positive_int, "distinct tool and prompt names per server before `_OTHER`", readme=True
     )
@@ -190,9 +197,24 @@ class Settings:
     analysis: str = setting(
         ANALYSIS_PROCESS,
         _choice((ANALYSIS_PROCESS, ANALYSIS_THREAD)),
-        "where the analysis runs: `process` (a helper process at the lowest priority) or `thread` "
-        "(a thread of the application, sharing its GIL)",
+        "where the analysis runs: `process` (the user's counting service, shared by every "
+        "instrumented process of the user) or `thread` (a thread of the application, sharing its GIL)",
         readme=True,
+    )
+    counter_dir: str | None = setting(
+        None,
+        _text,
+        "the directory of the counting service's sockets (unset: `$XDG_RUNTIME_DIR/mcp-tokens`, else "
+        "`mcp-tokens-<uid>` in the temporary directory), created if missing and used only if it is the "
+        "user's and no one else can open it",
+    )
+    counter_processes: int = setting(
+        0,
+        _non_negative_int,
+        "the counting service's counting processes (0: one per two cores, at most four)",
+    )
+    counter_idle_timeout: float = setting(
+        300.0, _positive_float, "seconds the counting service stays once its last client has gone"
     )
     guard: str = setting(
         GUARD_OFF,
@@ -232,6 +254,12 @@ class Settings:
         "the guard's notice text (unset: the built-in one), with `{tool}` (or the resource URI), "
         "`{original_tokens}`, `{delivered_tokens}`, `{limit}`; other braces stay as written",
     )
+
+    @property
+    def counting_processes(self) -> int:
+        if self.counter_processes > 0:
+            return self.counter_processes
+        return max(1, min(4, (os.cpu_count() or 1) // 2))
 
     @property
     def guard_enabled(self) -> bool:

@@ -28,7 +28,7 @@ from opentelemetry.instrumentation.mcp_tokens.engine.blocks import Block, BlockT
 from opentelemetry.instrumentation.mcp_tokens.engine.estimate import estimate_tokens
 from opentelemetry.instrumentation.mcp_tokens.engine.images import ImageModel, estimate_audio, estimate_image
 
-from .tokens import Measure
+from .tokens import Measuring
 
 TOOLS_CALL = "tools/call"
 RESOURCES_READ = "resources/read"
@@ -73,18 +73,18 @@ class Shaped:
 
 
 class Results:
-    """Reads, counts and cuts results with one `Measure` and one image formula.
+    """Reads, counts and cuts results with one measure (guard/tokens.py) and one image formula.
 
     `measure` is called only when something must be counted: a result that fits by its
     size alone never waits for the tokenizer.
     """
 
-    def __init__(self, measure: Callable[[], Measure], image_model: ImageModel) -> None:
+    def __init__(self, measure: Callable[[], Measuring], image_model: ImageModel) -> None:
         self._get_measure = measure
         self._image_model = image_model
 
     @property
-    def _measure(self) -> Measure:
+    def _measure(self) -> Measuring:
         return self._get_measure()
 
     # --- reading ---------------------------------------------------------------------

@@ -55,7 +55,7 @@ from .v2_common import (
 from .v2_server import LoopSession
 from .v2_server_call import current_server_call
 from .v2_spans import Adoption, Handoff, adopting_otel_span
-from .v2_transport import CLIENT_TRANSPORT, DIRECT_DISPATCH, NO_TRANSPORT
+from .v2_transport import CLIENT_TRANSPORT, NO_TRANSPORT
 from .wrapping import PatchSet
 
 if TYPE_CHECKING:
@@ -177,12 +177,10 @@ class ClientHooks:
         # In-process dispatch opens no span and carries no trace context: ours, injected.
         span = safely(self._reporter.open_span, call, SpanKind.CLIENT, None)
         args, kwargs = safely(_inject, call, span, args, kwargs) or (args, kwargs)
-        direct = DIRECT_DISPATCH.set(True)
         try:
             with current(span):
                 return await self._send(call, wrapped, args, kwargs)
         finally:
-            reset_quietly(DIRECT_DISPATCH, direct)
             self._close(call)
 
     async def _send(
@@ -201,7 +199,7 @@ class ClientHooks:
         return result
 
     def _close(self, call: ClientCall) -> None:
-        """Hand the call over, once its span's context and the dispatch's markers are reset."""
+        """Hand the call over, once its span is no longer the current one."""
         safely(self._reporter.close, call)
         call.handoff.abandon()  # only acts when close failed before submitting
 

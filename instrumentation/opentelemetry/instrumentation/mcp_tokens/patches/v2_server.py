@@ -48,7 +48,6 @@ from .v2_common import import_optional, meta_of, reset_quietly, resource_uri_of,
 from .v2_server_call import CURRENT_CALL, ServerCall
 from .v2_spans import Adoption, adopting_otel_span
 from .v2_transport import (
-    DIRECT_DISPATCH,
     NO_TRANSPORT,
     SERVER_TRANSPORT,
     TransportInfo,
@@ -195,7 +194,6 @@ class ServerHooks:
                 server_name=getattr(runner.server, "name", None),
                 budget=budget,
                 metric_attributes=metric,
-                in_process=DIRECT_DISPATCH.get(),
             )
             call = ServerCall(
                 runner, ctx, exchange, pipeline=self._pipeline, transport=transport, mcp_error=self._mcp_error

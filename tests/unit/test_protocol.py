@@ -1,0 +1,162 @@
+# Copyright The mcp-tokens developers
+# SPDX-License-Identifier: Apache-2.0
+
+"""The frames between an instrumented process and its counting service (counting/protocol.py)."""
+
+from __future__ import annotations
+
+import pickle
+import re
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from opentelemetry.instrumentation.mcp_tokens.analyst import Job
+from opentelemetry.instrumentation.mcp_tokens.config import Settings
+from opentelemetry.instrumentation.mcp_tokens.counting import protocol
+from opentelemetry.instrumentation.mcp_tokens.counting.options import Options
+from opentelemetry.instrumentation.mcp_tokens.engine.analysis import PayloadKind
+from opentelemetry.instrumentation.mcp_tokens.engine.images import ImageModel
+
+PIECE_BYTES = Options().piece_bytes
+
+JOB = Job(
+    seq=7,
+    side="client",
+    method="tools/call",
+    target="search",
+    server_name="crm",
+    error_type=None,
+    end_ns=123,
+    request_kind=PayloadKind.TOOL_ARGUMENTS,
+    response_kind=PayloadKind.TOOL_RESULT,
+    budget_key="conversation-1",
+    context_window=128_000,
+    behind=True,
+)
+
+json_values = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(),
+    lambda children: (
+        st.lists(children, max_size=5) | st.dictionaries(st.text(max_size=8), children, max_size=5)
+    ),
+    max_leaves=30,
+)
+
+
+def read_all(data: bytes) -> list[tuple[bytes, bytes]]:
+    reader = protocol.FrameReader()
+    reader.feed(data)
+    frames = list(reader.frames())
+    assert len(reader) == 0
+    return frames
+
+
+def encode(request: object, response: object, piece_bytes: int = PIECE_BYTES) -> bytes:
+    return b"".join(protocol.job_frames(JOB, request, response, piece_bytes))
+
+
+def parse_job(frames: list[tuple[bytes, bytes]]) -> tuple[Job, list[object]]:
+    kind, body = frames[0]
+    assert kind == protocol.JOB
+    job, has_request, has_response = protocol.loads_plain(body)
+    payloads: list[object] = []
+    builder = protocol.PayloadBuilder()
+    for kind, body in frames[1:]:
+        if builder.add(kind, body):
+            payloads.append(builder.build())
+            builder = protocol.PayloadBuilder()
+    assert len(payloads) == has_request + has_response
+    return job, payloads
+
+
+@settings(max_examples=200, deadline=None)
+@given(request=json_values, response=json_values)
+def test_payloads_cross_as_the_same_values(request: object, response: object) -> None:
+    job, payloads = parse_job(read_all(encode(request, response)))
+    assert job == JOB
+    assert payloads == [p for p in (request, response) if p is not None]
+
+
+def test_lone_surrogates_and_astral_characters_survive() -> None:
+    text = "a\ud800b\udfffc\U0001f600" + "\ud83d" + "\ude00"  # the last two stay two code points
+    _, payloads = parse_job(read_all(encode(None, {"text": text})))
+    assert payloads == [{"text": text}]
+    assert len(payloads[0]["text"]) == len(text)  # type: ignore[index]
+
+
+def test_long_strings_go_aside_as_utf8_and_come_back_in_their_places() -> None:
+    long_text = '"quoted" \\ and \u00e9\ud800 ' * 3_000
+    payload = {
+        "content": [{"type": "text", "text": long_text}, {"type": "text", "text": "short"}],
+        "structuredContent": {"rows": [long_text, {"deep": [1, long_text]}], "n": 3},
+    }
+    frames = read_all(encode(None, payload))
+    assert [kind for kind, _ in frames].count(protocol.ASIDE) == 3
+    texts = b"".join(body for kind, body in frames if kind == protocol.TEXT)
+    assert texts == (long_text * 3).encode("utf-8", "surrogatepass")  # as is: not JSON-escaped
+    assert parse_job(frames)[1] == [payload]
+    assert parse_job(read_all(encode(None, long_text)))[1] == [long_text]  # one long string
+
+
+def test_a_large_payload_is_cut_into_bounded_pieces() -> None:
+    text = "0123456789" * 200_000  # 2 MB
+    frames = read_all(encode({"q": "x"}, {"content": [{"type": "text", "text": text}]}))
+    pieces = [body for kind, body in frames if kind in (protocol.PIECE, protocol.TEXT)]
+    assert len(pieces) >= 2_000_000 // PIECE_BYTES
+    assert max(len(piece) for piece in pieces) < PIECE_BYTES + (32 << 10)
+    assert parse_job(frames)[1][1] == {"content": [{"type": "text", "text": text}]}
+    smaller = [b for k, b in read_all(encode(None, {"text": text}, piece_bytes=4096)) if k == protocol.TEXT]
+    assert len(smaller) >= len(text) // 4096
+
+
+def test_frames_are_read_back_whatever_the_slices_they_arrive_in() -> None:
+    data = encode({"a": 1}, {"b": "x" * 1000}) + protocol.message(protocol.READY, "r")
+    expected = read_all(data)
+    for size in (1, 7, 4096):
+        reader = protocol.FrameReader()
+        got: list[tuple[bytes, bytes]] = []
+        for start in range(0, len(data), size):
+            reader.feed(data[start : start + size])
+            got.extend(reader.frames())
+        assert got == expected
+
+
+def test_a_frame_larger_than_any_client_sends_is_refused() -> None:
+    reader = protocol.FrameReader()
+    reader.feed(protocol.HEADER.pack(protocol.PIECE, protocol.MAX_FRAME + 1))
+    with pytest.raises(ValueError):
+        reader.next_frame()
+
+
+def test_frames_out_of_order_do_not_make_a_payload() -> None:
+    builder = protocol.PayloadBuilder()
+    with pytest.raises(ValueError):
+        builder.add(protocol.TEXT, b"no aside before it")
+    with pytest.raises(ValueError):
+        builder.add(protocol.JOB, b"")
+    done = protocol.PayloadBuilder()
+    assert done.add(protocol.PIECE, b"{}") is False and done.add(protocol.END, b"") is True
+    with pytest.raises(ValueError):
+        done.add(protocol.PIECE, b"{}")
+    broken = protocol.PayloadBuilder()
+    broken.add(protocol.PIECE, b"{not json")
+    with pytest.raises(ValueError):
+        broken.build()
+
+
+def test_the_service_unpickles_settings_and_jobs_and_nothing_else() -> None:
+    settings_value = Settings(
+        image_model=ImageModel.OPENAI, overhead_pattern=re.compile("x+"), guard_tool_limits=(("a", 1),)
+    )
+    assert protocol.loads_plain(pickle.dumps(settings_value)) == settings_value
+    assert protocol.loads_plain(pickle.dumps((JOB, True, False))) == (JOB, True, False)
+    assert protocol.loads_plain(pickle.dumps(("path", 0, "text"))) == ("path", 0, "text")
+
+    class Payload:
+        def __reduce__(self) -> tuple[object, tuple[str]]:
+            return (print, ("this would run in the service",))
+
+    for hostile in (pickle.dumps(Payload()), pickle.dumps(__import__("os").getcwd), pickle.dumps(Options())):
+        with pytest.raises(pickle.UnpicklingError):
+            protocol.loads_plain(hostile)
