@@ -84,7 +84,8 @@ bench: $(STAMP)
 	if [ -n "$(PERF_DOC)" ]; then $(PY) -m tests.bench.summary --performance $(PERF_DOC); fi; \
 	if [ -n "$$missed" ]; then echo "missed a bound or failed: $${missed#, }"; exit 1; fi
 
-# How late an event loop wakes up while the analysis worker runs, per payload kind (1 KB to 20 MB).
+# How late an event loop wakes up while the analysis runs, next to while the MCP SDK receives the
+# same payload on it, per payload kind (1 KB to 20 MB).
 bench-loop-stall: $(STAMP)
 	$(PY) -m tests.bench.loop_stall --full $(MARKDOWN)
 
