@@ -63,7 +63,6 @@ from importlib.metadata import version
 from pathlib import Path
 from typing import Any
 
-from opentelemetry.instrumentation.mcp_tokens.config import Settings
 from opentelemetry.instrumentation.mcp_tokens.engine.tokenizer import load_bundled_encoding
 
 from ._clients import TRANSPORTS, Caller, variant_session
@@ -77,13 +76,6 @@ from .instrumented_server import (
     distinct_text,
     payload_path,
 )
-
-try:
-    from opentelemetry.instrumentation.mcp_tokens.pacing import Pacing
-
-    MAX_LAG_S = Pacing().max_lag_s
-except ImportError:  # an older mcp-tokens, run for a before/after comparison
-    from opentelemetry.instrumentation.mcp_tokens.worker import MAX_LAG_S  # type: ignore[attr-defined,no-redef]
 
 SIZES = {"1 KB": 1_000, "50 KB": 50_000, "1 MB": 1_000_000, "20 MB": 20_000_000}
 VARIANTS = ("uninstrumented", "instrumented")
@@ -247,8 +239,7 @@ class Bench:
     async def _check(self, call: Caller, cell: Cell) -> None:
         """Every call of the block, on each instrumented side, counted exactly, or estimated
         because the analysis fell behind (`backlog`, counted as such), or, only when calls
-        went on back to back for longer than the analysis may wait for them, dropped
-        (`overload`, counted as such)."""
+        went on back to back, dropped (`overload`, counted as such)."""
         calls = cell.plan.warmup + cell.plan.calls
         summaries = {"client": self.telemetry.summary()}
         if cell.transport == "stdio":
@@ -285,13 +276,9 @@ class Bench:
 
     @staticmethod
     def _sustained(cell: Cell) -> bool:
-        """Whether the block's calls went on back to back for longer than the analysis
-        waits for calls in flight (`Pacing.max_lag_s`), or handed a process more exchanges
-        than its queue holds (QUEUE_SIZE, in memory each call is two): then it may drop."""
-        block = cell.blocks["instrumented"][-1] if cell.blocks["instrumented"] else []
-        exchanges = (2 if cell.transport == "memory" else 1) * (len(block) + cell.plan.warmup)
-        overflows = exchanges > Settings.load().queue_size
-        return cell.think_s == 0 and (sum(block) > MAX_LAG_S or overflows)
+        """Whether the block's calls went on back to back: only then may counting fall so far
+        behind that the queue's bounds are reached (`overload`)."""
+        return cell.think_s == 0
 
 
 def prepare_payloads(payload_dir: Path, sizes: list[int]) -> dict[int, int]:
@@ -470,7 +457,7 @@ def main(argv: list[str] | None = None) -> int:
         print("p99 added = p99(I) - p99(U); ratio = median(I) / median(U); pause = after each call;")
         print("90% interval: of p99 added, resampling whole rounds (the machine's drift included);")
         print("exact / est. / dropped: tool responses counted exactly, estimated (backlog), dropped")
-        print("(overload: only under sustained load, past the analysis' 1 s of waiting)\n")
+        print("(overload: only when calls go on back to back)\n")
         print(table(results))
         print(f"\n{elapsed:.0f} s" + ("" if complete else " (time cap reached: fewer rounds)"))
     if args.markdown:
