@@ -15,7 +15,7 @@ STAMP1 := $(VENV1)/.installed
 
 PYTEST_ARGS ?=
 
-.PHONY: all install install-mcp1 demo test lint typecheck unit unit-mcp1 bench bench-instrumented bench-loop-stall bench-startup clean
+.PHONY: all install install-mcp1 demo docs test test-pythons lint typecheck unit unit-mcp1 bench bench-instrumented bench-loop-stall bench-startup clean
 
 all: test
 
@@ -41,6 +41,10 @@ install-mcp1: $(STAMP1)
 demo: $(BASE_STAMP)
 	$(PY) -m examples.demo
 
+# The settings tables (README.md, docs/telemetry.md, the instrumentor's docstring) from config.py.
+docs: $(STAMP)
+	$(PY) -m tests.settings_tables
+
 lint: $(STAMP)
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
@@ -56,6 +60,13 @@ unit-mcp1: $(STAMP1)
 	$(BIN1)/python -m pytest $(PYTEST_ARGS) tests/integration tests/e2e tests/cli
 
 test: lint typecheck unit unit-mcp1
+
+# The unit and integration tests on every Python the classifiers claim that this machine has
+# (pyenv's or python3.X on PATH), on both SDK lines, each in a .venv-py3.X[-mcp1] of its own
+# (tests/pythons.py). `make test-pythons PYTHONS=3.10,3.13` runs those only. CI runs one Python.
+PYTHONS ?=
+test-pythons:
+	$(PYTHON) -m tests.pythons $(if $(PYTHONS),--only $(PYTHONS)) $(if $(PYTEST_ARGS),-- $(PYTEST_ARGS))
 
 # Every benchmark, each writing its table into docs/performance.md, then the README's summary
 # of them (`make bench PERF_DOC=` leaves both alone); fails at the end when a benchmark
@@ -73,7 +84,8 @@ bench: $(STAMP)
 	if [ -n "$(PERF_DOC)" ]; then $(PY) -m tests.bench.summary --performance $(PERF_DOC); fi; \
 	if [ -n "$$missed" ]; then echo "missed a bound or failed: $${missed#, }"; exit 1; fi
 
-# How late an event loop wakes up while the analysis worker runs, per payload kind (1 KB to 20 MB).
+# How late an event loop wakes up while the analysis runs, next to while the MCP SDK receives the
+# same payload on it, per payload kind (1 KB to 20 MB).
 bench-loop-stall: $(STAMP)
 	$(PY) -m tests.bench.loop_stall --full $(MARKDOWN)
 
@@ -86,4 +98,4 @@ bench-startup: $(STAMP)
 	$(PY) -m tests.bench.startup $(MARKDOWN)
 
 clean:
-	rm -rf $(VENV) $(VENV1) .mypy_cache .ruff_cache .pytest_cache build dist
+	rm -rf $(VENV) $(VENV1) .venv-py3.* .mypy_cache .ruff_cache .pytest_cache build dist

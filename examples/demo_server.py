@@ -1,3 +1,6 @@
+# Copyright The mcp-tokens developers
+# SPDX-License-Identifier: Apache-2.0
+
 """The demo MCP server: eight tools, one resource and one prompt over streamable HTTP or stdio.
 
     python -m examples.demo_server --port 8765      # http://127.0.0.1:8765/mcp

@@ -1,3 +1,6 @@
+# Copyright The mcp-tokens developers
+# SPDX-License-Identifier: Apache-2.0
+
 """Run Python modules under the real `opentelemetry-instrument` launcher, with bounded waits.
 
 Shared by the demo orchestrator and the end-to-end tests: free ports on 127.0.0.1, the

@@ -1,3 +1,6 @@
+# Copyright The mcp-tokens developers
+# SPDX-License-Identifier: Apache-2.0
+
 """The whole suite's counting service lives in a directory of its own, and goes with it."""
 
 from __future__ import annotations

@@ -1,3 +1,6 @@
+# Copyright The mcp-tokens developers
+# SPDX-License-Identifier: Apache-2.0
+
 """What more counting processes buy: `python -m tests.bench.counting`.
 
 The counting service forks `COUNTER_PROCESSES` counting processes from the one that loaded

@@ -1,3 +1,6 @@
+# Copyright The mcp-tokens developers
+# SPDX-License-Identifier: Apache-2.0
+
 """What mcp-tokens costs in memory: `python -m tests.bench.footprint`.
 
 Memory is PSS summed over every process involved: each page shared by several processes

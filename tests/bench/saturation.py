@@ -1,3 +1,6 @@
+# Copyright The mcp-tokens developers
+# SPDX-License-Identifier: Apache-2.0
+
 """Counting under saturation: `python -m tests.bench.saturation`.
 
 A 2-worker gunicorn server (uvicorn workers, stateless streamable HTTP,

@@ -1,3 +1,6 @@
+# Copyright The mcp-tokens developers
+# SPDX-License-Identifier: Apache-2.0
+
 """The saturation benchmark's server: one tool whose result is a page of JSON records.
 
     gunicorn -k uvicorn_worker.UvicornWorker -w 2 tests.bench.saturation_app:app

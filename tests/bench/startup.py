@@ -1,3 +1,6 @@
+# Copyright The mcp-tokens developers
+# SPDX-License-Identifier: Apache-2.0
+
 """What `instrument()` adds to a process's start: `python -m tests.bench.startup`.
 
 Each run is a new interpreter (`python -c`), with and without mcp-tokens, the two taking

@@ -1,3 +1,6 @@
+# Copyright The mcp-tokens developers
+# SPDX-License-Identifier: Apache-2.0
+
 """The README's performance table, from the tables the benchmarks wrote into docs/performance.md.
 
     python -m tests.bench.summary [--performance docs/performance.md] [--readme README.md]

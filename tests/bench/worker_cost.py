@@ -1,3 +1,6 @@
+# Copyright The mcp-tokens developers
+# SPDX-License-Identifier: Apache-2.0
+
 """What one exchange costs, and where: `python -m tests.bench.worker_cost`.
 
 An exchange's cost is split between the instrumented process, whose worker thread sends

@@ -1,3 +1,6 @@
+# Copyright The mcp-tokens developers
+# SPDX-License-Identifier: Apache-2.0
+
 """The guard on real servers and clients, on whichever SDK line this venv has (both run it).
 
 Every delivered result is checked with tiktoken alone (`v2_support.tool_result_tokens`: the

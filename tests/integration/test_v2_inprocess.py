@@ -1,3 +1,6 @@
+# Copyright The mcp-tokens developers
+# SPDX-License-Identifier: Apache-2.0
+
 """mcp 2.x, in process: the SDK's `Client` (and fastmcp 4's) against each server flavour in
 memory, both eras: the handshake era over the in-memory stream transport (JSON-RPC) and the
 2026-07-28 era over `DirectDispatcher` (no JSON-RPC, no SDK client span). Client and server

@@ -1,3 +1,6 @@
+# Copyright The mcp-tokens developers
+# SPDX-License-Identifier: Apache-2.0
+
 """The analysis side (analyst.py): findings from jobs, estimates when behind, labels, content."""
 
 from __future__ import annotations

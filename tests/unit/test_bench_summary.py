@@ -1,3 +1,6 @@
+# Copyright The mcp-tokens developers
+# SPDX-License-Identifier: Apache-2.0
+
 """The README's performance table is built from the tables the benchmarks wrote."""
 
 from __future__ import annotations

@@ -1,3 +1,6 @@
+# Copyright The mcp-tokens developers
+# SPDX-License-Identifier: Apache-2.0
+
 """The counting service (counting/), for real: started on demand, shared, fair, private to its
 user, killed, replaced, and gone once idle."""
 

@@ -1,3 +1,6 @@
+# Copyright The mcp-tokens developers
+# SPDX-License-Identifier: Apache-2.0
+
 """The frames between an instrumented process and its counting service (counting/protocol.py)."""
 
 from __future__ import annotations

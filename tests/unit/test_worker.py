@@ -1,3 +1,6 @@
+# Copyright The mcp-tokens developers
+# SPDX-License-Identifier: Apache-2.0
+
 """The instrumented process's side of counting (worker.py), against a scripted link.
 
 The link stands in for the counting service: it answers jobs when the test says so, can

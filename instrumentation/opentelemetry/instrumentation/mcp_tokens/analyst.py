@@ -1,3 +1,6 @@
+# Copyright The mcp-tokens developers
+# SPDX-License-Identifier: Apache-2.0
+
 """The analysis side: what one exchange's payloads are worth, in tokens.
 
 An `Analyst` owns what the analysis of one client keeps between its exchanges: the

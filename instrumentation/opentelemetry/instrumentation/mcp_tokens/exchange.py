@@ -1,3 +1,6 @@
+# Copyright The mcp-tokens developers
+# SPDX-License-Identifier: Apache-2.0
+
 """One MCP request/response pair as a patch saw it: the facts handed to the pipeline.
 
 Patches fill an `Exchange` with references to the wire JSON (never copies, never counted

@@ -1,3 +1,6 @@
+# Copyright The mcp-tokens developers
+# SPDX-License-Identifier: Apache-2.0
+
 """`McpTokensInstrumentor`: the patches, the pipeline and the guard, on and off (the package's
 docstring is the user guide)."""
 
@@ -123,5 +126,5 @@ class McpTokensInstrumentor(BaseInstrumentor):  # type: ignore[misc]
 
     @property
     def pipeline(self) -> Any:
-        """The running pipeline (for tests and the report exporter); None when not instrumented."""
+        """The running pipeline (tests and benchmarks flush it); None when not instrumented."""
         return self._pipeline

@@ -1,3 +1,6 @@
+# Copyright The mcp-tokens developers
+# SPDX-License-Identifier: Apache-2.0
+
 """Wires patches, counting and telemetry: exchanges in, spans and metrics out.
 
 Patches call `Pipeline.submit(exchange)` when a response completes (or fails). The worker

@@ -1,3 +1,6 @@
+# Copyright The mcp-tokens developers
+# SPDX-License-Identifier: Apache-2.0
+
 """Attribute and metric names, units and bucket boundaries: the telemetry contract.
 
 The MCP semantic conventions (status Development) moved to the GenAI repository and the

@@ -1,3 +1,6 @@
+# Copyright The mcp-tokens developers
+# SPDX-License-Identifier: Apache-2.0
+
 """Creates the instruments once and records an analysed exchange onto its span and metrics.
 
 Histograms are the SDK's synchronous instruments. Counters and the definition gauge are

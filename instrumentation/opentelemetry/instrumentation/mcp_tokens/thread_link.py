@@ -1,3 +1,6 @@
+# Copyright The mcp-tokens developers
+# SPDX-License-Identifier: Apache-2.0
+
 """The analysis on the worker's own thread, where no counting service can run.
 
 No interpreter to start a service with (an embedded or frozen application), a platform

@@ -1,3 +1,6 @@
+# Copyright The mcp-tokens developers
+# SPDX-License-Identifier: Apache-2.0
+
 """The instrumented process's side of counting: a bounded queue and one thread.
 
 `submit()` runs on the caller's path and never blocks or raises: it queues the finished

@@ -1,3 +1,6 @@
+# Copyright The mcp-tokens developers
+# SPDX-License-Identifier: Apache-2.0
+
 """MCP tokens / Overview: where the tokens go, which tools are risky, what it costs."""
 
 from __future__ import annotations

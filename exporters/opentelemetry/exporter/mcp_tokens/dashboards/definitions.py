@@ -1,3 +1,6 @@
+# Copyright The mcp-tokens developers
+# SPDX-License-Identifier: Apache-2.0
+
 """The one list of alerts; every output form is rendered from it.
 
 An alert is a value query, a comparison and a threshold. Prometheus gets

@@ -1,3 +1,6 @@
+# Copyright The mcp-tokens developers
+# SPDX-License-Identifier: Apache-2.0
+
 """The counting service: one tokenizer per machine and user, shared by every instrumented process.
 
 - address.py   where a user's service lives (a 0700 directory) and who may talk to it

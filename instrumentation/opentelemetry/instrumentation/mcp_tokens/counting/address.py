@@ -1,3 +1,6 @@
+# Copyright The mcp-tokens developers
+# SPDX-License-Identifier: Apache-2.0
+
 """Where a user's counting service lives, and the checks that keep it that user's alone.
 
 One service per user and tokenizer: its files sit in a directory only the user can open

@@ -1,3 +1,6 @@
+# Copyright The mcp-tokens developers
+# SPDX-License-Identifier: Apache-2.0
+
 """The application's side of the counting service: finding it (or starting it), talking to it.
 
 `connect` reaches the service for a tokenizer, starting it when none answers: the first

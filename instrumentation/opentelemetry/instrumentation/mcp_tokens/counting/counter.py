@@ -1,3 +1,6 @@
+# Copyright The mcp-tokens developers
+# SPDX-License-Identifier: Apache-2.0
+
 """A counting process of the service: its clients' jobs, one at a time, in turn.
 
 The supervisor forks these after loading the tokenizer, so its tables are shared

@@ -1,3 +1,6 @@
+# Copyright The mcp-tokens developers
+# SPDX-License-Identifier: Apache-2.0
+
 """The guard's side of the counting service: exact counts and cuts, at normal priority.
 
 The guard decides on the response path, so its questions must not wait behind counting:

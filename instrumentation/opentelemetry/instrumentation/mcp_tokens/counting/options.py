@@ -1,3 +1,6 @@
+# Copyright The mcp-tokens developers
+# SPDX-License-Identifier: Apache-2.0
+
 """The knobs of counting: what the application holds, how long a span waits, how the service runs.
 
 Every timing and sizing of the path from a patch's hand-off to the recorded findings is a

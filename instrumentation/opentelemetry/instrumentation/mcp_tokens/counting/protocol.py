@@ -1,3 +1,6 @@
+# Copyright The mcp-tokens developers
+# SPDX-License-Identifier: Apache-2.0
+
 """What crosses the counting service's sockets, and how.
 
 Every message is a frame: a one-byte kind, a four-byte big-endian length, the body.

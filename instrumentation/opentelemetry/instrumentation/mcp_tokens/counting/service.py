@@ -1,3 +1,6 @@
+# Copyright The mcp-tokens developers
+# SPDX-License-Identifier: Apache-2.0
+
 """The counting service: one per user and tokenizer, started by the first client that needs it.
 
 A client that finds none starts `main` (its interpreter, isolated, with its `sys.path`)

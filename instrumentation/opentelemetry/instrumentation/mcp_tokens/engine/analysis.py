@@ -1,3 +1,6 @@
+# Copyright The mcp-tokens developers
+# SPDX-License-Identifier: Apache-2.0
+
 """The analysis of one MCP payload: tokens per block, overhead, risk and padding.
 
 `Analyzer.analyze(kind, payload)` takes wire JSON and returns an immutable `Analysis`.

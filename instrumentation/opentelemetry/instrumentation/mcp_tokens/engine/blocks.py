@@ -1,3 +1,6 @@
+# Copyright The mcp-tokens developers
+# SPDX-License-Identifier: Apache-2.0
+
 """What an MCP payload shows a model, as a list of content blocks.
 
 The rules here are the contract users compare our counts against (docs/telemetry.md):

@@ -1,3 +1,6 @@
+# Copyright The mcp-tokens developers
+# SPDX-License-Identifier: Apache-2.0
+
 """A bounded, thread-safe LRU of token counts for strings that recur.
 
 Tool definitions, system texts and boilerplate blocks come back on every call; counting

@@ -1,3 +1,6 @@
+# Copyright The mcp-tokens developers
+# SPDX-License-Identifier: Apache-2.0
+
 """Compact JSON of a parsed value, produced in steps that each hold the GIL briefly.
 
 Where the analysis runs on a thread of the application (where no counting service can

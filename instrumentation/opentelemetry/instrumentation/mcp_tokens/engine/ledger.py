@@ -1,3 +1,6 @@
+# Copyright The mcp-tokens developers
+# SPDX-License-Identifier: Apache-2.0
+
 """Per-scope token budgets: how full an agent's context window is getting.
 
 Every tool response, every tool-call argument and the tool definitions a server lists

@@ -1,3 +1,6 @@
+# Copyright The mcp-tokens developers
+# SPDX-License-Identifier: Apache-2.0
+
 """Adversarial padding: content built to fill a model's context window with tokens that carry
 no information (invisible characters, repeated phrases, whitespace, token-dense garbage,
 one enormous line of prose).

@@ -1,3 +1,6 @@
+# Copyright The mcp-tokens developers
+# SPDX-License-Identifier: Apache-2.0
+
 """Exact, offline token counting: bundled tiktoken encodings, user tokenizer files, fallback.
 
 - `load_bundled_encoding` builds o200k_base or cl100k_base from the rank files shipped in

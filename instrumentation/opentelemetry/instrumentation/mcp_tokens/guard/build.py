@@ -1,3 +1,6 @@
+# Copyright The mcp-tokens developers
+# SPDX-License-Identifier: Apache-2.0
+
 """Builds the guard from the settings (imported only when a guard setting is on)."""
 
 from __future__ import annotations

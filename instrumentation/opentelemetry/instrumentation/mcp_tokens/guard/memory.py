@@ -1,3 +1,6 @@
+# Copyright The mcp-tokens developers
+# SPDX-License-Identifier: Apache-2.0
+
 """What the guard remembers between results, bounded whatever peers send.
 
 - `Deliveries`: tokens each budget scope has been delivered through the guard, so a

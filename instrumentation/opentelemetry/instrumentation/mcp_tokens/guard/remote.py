@@ -1,3 +1,6 @@
+# Copyright The mcp-tokens developers
+# SPDX-License-Identifier: Apache-2.0
+
 """The guard's exact counts and cuts, asked of the user's counting service.
 
 The service answers the guard's questions at normal priority (counting/guard_server.py), so

@@ -1,3 +1,6 @@
+# Copyright The mcp-tokens developers
+# SPDX-License-Identifier: Apache-2.0
+
 """Measuring a tools/call or resources/read result against a limit, and cutting it to fit.
 
 Results are wire dicts, read by the block rules of docs/telemetry.md (engine/blocks.py):

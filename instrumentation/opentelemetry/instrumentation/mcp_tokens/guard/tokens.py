@@ -1,3 +1,6 @@
+# Copyright The mcp-tokens developers
+# SPDX-License-Identifier: Apache-2.0
+
 """Exact counts and cuts for the guard, as bounded as they can be.
 
 The analysis counts after the response; the guard must decide on the response path. It

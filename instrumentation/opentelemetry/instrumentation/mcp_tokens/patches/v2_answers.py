@@ -1,3 +1,6 @@
+# Copyright The mcp-tokens developers
+# SPDX-License-Identifier: Apache-2.0
+
 """mcp 2.x client side: the requests a server sends its client, answered by the client.
 
 Handshake-era servers send them over the back-channel: `ClientSession._on_request(dctx,

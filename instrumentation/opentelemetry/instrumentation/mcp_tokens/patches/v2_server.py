@@ -1,3 +1,6 @@
+# Copyright The mcp-tokens developers
+# SPDX-License-Identifier: Apache-2.0
+
 """mcp 2.x server side: one `Exchange` per inbound request, on the SDK's or fastmcp's span.
 
 Every inbound message of every transport runs `ServerRunner._on_request`, which composes

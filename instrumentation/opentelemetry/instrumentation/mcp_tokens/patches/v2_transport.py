@@ -1,3 +1,6 @@
+# Copyright The mcp-tokens developers
+# SPDX-License-Identifier: Apache-2.0
+
 """Which transport an mcp 2.x session runs on: the semconv `network.*` and `server.*` facts.
 
 Neither `ClientSession` nor `ServerRunner` knows its transport, but every transport is
