@@ -23,7 +23,7 @@ PYTHON_CLAUDE ?= $(shell sh .ci/python312)
 
 PYTEST_ARGS ?=
 
-.PHONY: all install install-mcp1 install-claude demo test lint typecheck unit unit-mcp1 unit-claude bench bench-claude bench-instrumented bench-loop-stall bench-startup clean
+.PHONY: all install install-mcp1 install-claude demo docs test test-pythons lint typecheck unit unit-mcp1 unit-claude bench bench-claude bench-instrumented bench-loop-stall bench-startup clean
 
 all: test
 
@@ -60,6 +60,10 @@ install-claude: $(STAMPC)
 demo: $(BASE_STAMP)
 	$(PY) -m examples.demo
 
+# The settings tables (README.md, docs/telemetry.md, the instrumentor's docstring) from config.py.
+docs: $(STAMP)
+	$(PY) -m tests.settings_tables
+
 lint: $(STAMP)
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
@@ -81,13 +85,20 @@ unit-claude: $(STAMPC)
 
 test: lint typecheck unit unit-mcp1 unit-claude
 
+# The unit and integration tests on every Python the classifiers claim that this machine has
+# (pyenv's or python3.X on PATH), on both SDK lines, each in a .venv-py3.X[-mcp1] of its own
+# (tests/pythons.py). `make test-pythons PYTHONS=3.10,3.13` runs those only. CI runs one Python.
+PYTHONS ?=
+test-pythons:
+	$(PYTHON) -m tests.pythons $(if $(PYTHONS),--only $(PYTHONS)) $(if $(PYTEST_ARGS),-- $(PYTEST_ARGS))
+
 # Every benchmark, each writing its table into docs/performance.md, then the README's summary
 # of them (`make bench PERF_DOC=` leaves both alone); fails at the end when a benchmark
 # missed its bound.
 PERF_DOC ?= docs/performance.md
 MARKDOWN = $(if $(PERF_DOC),--markdown $(PERF_DOC))
-BENCHES := "engine" "engine_bounds" "startup" "worker_cost" "loop_stall --full" \
-	"page_faults --transport stdio" "page_faults --transport memory" "exporters" "guard" "instrumented"
+BENCHES := "engine" "engine_bounds" "startup" "worker_cost" "counting" "footprint" "saturation" "loop_stall --full" \
+	"exporters" "guard" "instrumented"
 
 bench: $(STAMP)
 	@missed=""; for run in $(BENCHES); do \
@@ -99,7 +110,8 @@ bench: $(STAMP)
 	if [ -n "$(PERF_DOC)" ]; then $(PY) -m tests.bench.summary --performance $(PERF_DOC); fi; \
 	if [ -n "$$missed" ]; then echo "missed a bound or failed: $${missed#, }"; exit 1; fi
 
-# How late an event loop wakes up while the analysis worker runs, per payload kind (1 KB to 20 MB).
+# How late an event loop wakes up while the analysis runs, next to while the MCP SDK receives the
+# same payload on it, per payload kind (1 KB to 20 MB).
 bench-loop-stall: $(STAMP)
 	$(PY) -m tests.bench.loop_stall --full $(MARKDOWN)
 
@@ -116,4 +128,4 @@ bench-startup: $(STAMP)
 	$(PY) -m tests.bench.startup $(MARKDOWN)
 
 clean:
-	rm -rf $(VENV) $(VENV1) $(VENVC) .mypy_cache .ruff_cache .pytest_cache build dist
+	rm -rf $(VENV) $(VENV1) $(VENVC) .venv-py3.* .mypy_cache .ruff_cache .pytest_cache build dist

@@ -1,3 +1,6 @@
+# Copyright The mcp-tokens developers
+# SPDX-License-Identifier: Apache-2.0
+
 """`make demo`: the demo server and client, both under `opentelemetry-instrument` with the
 Prometheus exporter, then a summary of what their `/metrics` endpoints say.
 

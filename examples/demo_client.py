@@ -1,3 +1,6 @@
+# Copyright The mcp-tokens developers
+# SPDX-License-Identifier: Apache-2.0
+
 """The demo agent: connects to the demo server over streamable HTTP and uses every feature.
 
     python -m examples.demo_client --url http://127.0.0.1:8765/mcp

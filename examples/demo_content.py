@@ -1,3 +1,6 @@
+# Copyright The mcp-tokens developers
+# SPDX-License-Identifier: Apache-2.0
+
 """What the demo server's tools return, as plain deterministic data (no `mcp` import).
 
 Each tool is a pure function of its arguments that returns the CallToolResult in wire form

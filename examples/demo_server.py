@@ -1,6 +1,10 @@
-"""The demo MCP server: eight tools, one resource and one prompt over streamable HTTP.
+# Copyright The mcp-tokens developers
+# SPDX-License-Identifier: Apache-2.0
+
+"""The demo MCP server: eight tools, one resource and one prompt over streamable HTTP or stdio.
 
     python -m examples.demo_server --port 8765      # http://127.0.0.1:8765/mcp
+    python -m examples.demo_server --stdio          # as a desktop host runs it
 
 It knows nothing about mcp-tokens: run it under `opentelemetry-instrument` to get token
 telemetry. On mcp 2.x it is the SDK's `MCPServer`, on mcp 1.x the bundled `FastMCP`; both
@@ -120,10 +124,13 @@ def http_app(server: Any, stateless: bool) -> Any:
 
 def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description="Run the mcp-tokens demo MCP server on 127.0.0.1.")
-    parser.add_argument("--port", type=int, required=True, help="TCP port of the MCP endpoint")
+    parser.add_argument("--port", type=int, help="TCP port of the MCP endpoint")
     parser.add_argument("--stateless", action="store_true", help="stateless streamable HTTP")
+    parser.add_argument("--stdio", action="store_true", help="serve on stdin and stdout instead")
     args = parser.parse_args(argv)
-    if not 0 < args.port < 65536:
+    if args.stdio:
+        return args
+    if args.port is None or not 0 < args.port < 65536:
         parser.error(f"--port must be in 1..65535, got {args.port}")
     return args
 
@@ -131,6 +138,9 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
 def main(argv: Sequence[str] | None = None) -> None:
     args = parse_args(argv)
     logging.basicConfig(level=logging.WARNING)
+    if args.stdio:
+        build_server().run("stdio")
+        return
     app = build_app(stateless=args.stateless)
     # uvicorn turns SIGTERM into a clean shutdown, so atexit hooks (the OpenTelemetry SDK's
     # final export) still run when the demo stops this process.

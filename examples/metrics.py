@@ -1,3 +1,6 @@
+# Copyright The mcp-tokens developers
+# SPDX-License-Identifier: Apache-2.0
+
 """Read an instrumented process's `/metrics` and summarise the mcp-tokens series per tool.
 
 The summary uses only what Prometheus itself would have: histogram `_sum`/`_count`/`_bucket`

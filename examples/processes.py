@@ -1,3 +1,6 @@
+# Copyright The mcp-tokens developers
+# SPDX-License-Identifier: Apache-2.0
+
 """Run Python modules under the real `opentelemetry-instrument` launcher, with bounded waits.
 
 Shared by the demo orchestrator and the end-to-end tests: free ports on 127.0.0.1, the
@@ -94,9 +97,18 @@ def otlp_env(service: str, endpoint: str, export_interval_ms: int = 500) -> dict
     }
 
 
+# Where the counting service lives is the machine's, not a caller's setting: children share
+# it; and how long their spans wait for exact counts is the test suite's.
+_KEPT_OTEL = frozenset(
+    {"OTEL_INSTRUMENTATION_MCP_TOKENS_COUNTER_DIR", "OTEL_INSTRUMENTATION_MCP_TOKENS_SPAN_WAIT"}
+)
+
+
 def child_env(extra: Mapping[str, str]) -> dict[str, str]:
     """This environment, minus any OTEL_* of the caller's own, plus `extra`; the repo importable."""
-    env = {key: value for key, value in os.environ.items() if not key.startswith("OTEL_")}
+    env = {
+        key: value for key, value in os.environ.items() if not key.startswith("OTEL_") or key in _KEPT_OTEL
+    }
     env["PYTHONPATH"] = os.pathsep.join(p for p in (str(REPO_ROOT), os.environ.get("PYTHONPATH", "")) if p)
     env["PYTHONUNBUFFERED"] = "1"
     env.update(extra)

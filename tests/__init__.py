@@ -1,0 +1,2 @@
+# Copyright The mcp-tokens developers
+# SPDX-License-Identifier: Apache-2.0

@@ -1,3 +1,6 @@
+# Copyright The mcp-tokens developers
+# SPDX-License-Identifier: Apache-2.0
+
 """Reading the points of one metric from an OpenTelemetry SDK in-memory reader (shared by tests)."""
 
 from __future__ import annotations

@@ -1,3 +1,6 @@
+# Copyright The mcp-tokens developers
+# SPDX-License-Identifier: Apache-2.0
+
 """Structure overhead as docs/telemetry.md defines it, computed independently of the engine
 for payloads small enough to be measured whole (no sampling): for each outermost array of at
 least 4 objects sharing one set of at least 2 keys, the tokens of its compact JSON minus those

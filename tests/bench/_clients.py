@@ -1,3 +1,6 @@
+# Copyright The mcp-tokens developers
+# SPDX-License-Identifier: Apache-2.0
+
 """MCP clients of the instrumented-call benchmark, on either SDK line.
 
 `connect(transport, ...)` yields a `Caller` whose `call_tool(name, arguments)` returns the

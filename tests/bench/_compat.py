@@ -1,3 +1,6 @@
+# Copyright The mcp-tokens developers
+# SPDX-License-Identifier: Apache-2.0
+
 """The pipeline's calls the benchmarks make, on this mcp-tokens and on the one before it.
 
 A before/after comparison runs these benchmarks against an older checkout (PYTHONPATH):

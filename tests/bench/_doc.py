@@ -1,3 +1,6 @@
+# Copyright The mcp-tokens developers
+# SPDX-License-Identifier: Apache-2.0
+
 """A benchmark's table in its section of docs/performance.md.
 
 Every benchmark takes `--markdown PATH`: it then replaces what stands between

@@ -1,3 +1,6 @@
+# Copyright The mcp-tokens developers
+# SPDX-License-Identifier: Apache-2.0
+
 """CPU timing shared by the benchmarks and the few unit tests that guard against slowdowns."""
 
 from __future__ import annotations

@@ -1,3 +1,6 @@
+# Copyright The mcp-tokens developers
+# SPDX-License-Identifier: Apache-2.0
+
 """Token engine benchmark: `python -m tests.bench.engine` (or `make bench`).
 
 Prints, from one run, the ratios the token-engine issue asks for:

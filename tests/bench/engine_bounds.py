@@ -1,3 +1,6 @@
+# Copyright The mcp-tokens developers
+# SPDX-License-Identifier: Apache-2.0
+
 """Cost bounds of the engine's parts: `python -m tests.bench.engine_bounds` (in `make bench`).
 
 Each row times one piece of the engine on an input chosen to expose a fall back to

@@ -1,3 +1,6 @@
+# Copyright The mcp-tokens developers
+# SPDX-License-Identifier: Apache-2.0
+
 """What the deployment exporters cost, per scrape or push, in CPU time (best of several runs):
 
 - `mcp_tokens_prometheus`, a worker's flush: collect its series, stamp them, write the ones that

@@ -1,3 +1,6 @@
+# Copyright The mcp-tokens developers
+# SPDX-License-Identifier: Apache-2.0
+
 """What the guard costs on the response path: `python -m tests.bench.guard`.
 
 1. Results under the limit: tools/call in memory (the test apps' low-level server and the

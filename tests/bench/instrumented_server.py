@@ -1,3 +1,6 @@
+# Copyright The mcp-tokens developers
+# SPDX-License-Identifier: Apache-2.0
+
 """The MCP server and the telemetry harness of the instrumented-call benchmark.
 
 - `build_server(payload_dir)`: the SDK's own high-level server (FastMCP on mcp 1.x,
@@ -62,12 +65,17 @@ def distinct_text(text: str, serial: int) -> str:
     return f"{serial % 10**SERIAL_DIGITS:0{SERIAL_DIGITS}d}{text[SERIAL_DIGITS:]}"
 
 
+# `mcp_tokens.skipped` of a span that stopped waiting for its exact count.
+SPAN_LATE = getattr(semconv, "SPAN_LATE", "late")
+
+
 class SpanTally(SpanExporter):
-    """Counts the `mcp_tokens.response` values of finished spans by side and span name, and
-    drops the spans. An exporter that kept them (the SDK's in-memory one) would hold every
-    span of a block in the heap, and each full garbage collection of the instrumented
-    variant would walk them all: a cost of the benchmark, not of the instrumentation (a
-    real exporter sends spans away)."""
+    """Counts the `mcp_tokens.response` values of finished spans by side and span name (a span
+    that ended before its exact count came counts as `late`), and drops the spans. An
+    exporter that kept them (the SDK's in-memory one) would hold every span of a block in
+    the heap, and each full garbage collection of the instrumented variant would walk them
+    all: a cost of the benchmark, not of the instrumentation (a real exporter sends spans
+    away)."""
 
     def __init__(self) -> None:
         # Spans end on the analysis worker and on the event loop's thread.
@@ -76,7 +84,11 @@ class SpanTally(SpanExporter):
 
     def export(self, spans: Sequence[ReadableSpan]) -> SpanExportResult:
         for span in spans:
-            tokens = (span.attributes or {}).get(semconv.TOKENS_RESPONSE)
+            attributes = span.attributes or {}
+            tokens = attributes.get(semconv.TOKENS_RESPONSE)
+            if attributes.get(semconv.TOKENS_SKIPPED) == SPAN_LATE:
+                # Ended with an estimate after SPAN_WAIT: its exact count is on the metrics only.
+                tokens = SPAN_LATE
             if tokens is not None:
                 side = "client" if span.kind is trace.SpanKind.CLIENT else "server"
                 with self._lock:

@@ -1,3 +1,6 @@
+# Copyright The mcp-tokens developers
+# SPDX-License-Identifier: Apache-2.0
+
 """What `instrument()` adds to a process's start: `python -m tests.bench.startup`.
 
 Each run is a new interpreter (`python -c`), with and without mcp-tokens, the two taking
@@ -18,7 +21,7 @@ before any instrumentor runs (the SDK's providers, `BaseInstrumentor`):
 - the same MCP server under the real `opentelemetry-instrument` launcher, mcp-tokens
   disabled (`OTEL_PYTHON_DISABLED_INSTRUMENTATIONS`) against enabled.
 
-No MCP message is exchanged, so no helper process starts: what is measured is the
+No MCP message is exchanged, so no counting starts: what is measured is the
 start-up alone. A row is "ok" when its interval lies under `--bound-ms` (50), "over" when
 it lies above, "unresolved" when it holds the bound (the machine too noisy to tell).
 

@@ -1,3 +1,6 @@
+# Copyright The mcp-tokens developers
+# SPDX-License-Identifier: Apache-2.0
+
 """The README's performance table, from the tables the benchmarks wrote into docs/performance.md.
 
     python -m tests.bench.summary [--performance docs/performance.md] [--readme README.md]
@@ -96,16 +99,37 @@ def startup(body: str) -> list[tuple[str, str]]:
 
 
 def worker_cost(body: str) -> list[tuple[str, str]]:
-    rows = first_table(body)
+    rows = [row for row in first_table(body) if row.get("rounds apart") == "10 ms"]
     if not rows:
         return []
     sizes = " / ".join(row["tool result"] for row in rows)
     own = " / ".join(row["this process, ms CPU"] for row in rows)
-    helper = " / ".join(row["helper, ms CPU"] for row in rows)
+    service = " / ".join(row["counting service, ms CPU"] for row in rows)
     return [
-        (f"CPU per analysed exchange in the application, {sizes} result", f"{own} ms"),
-        (f"CPU per analysed exchange in the helper process, {sizes} result", f"{helper} ms"),
+        (f"CPU per counted exchange in the application, {sizes} result", f"{own} ms"),
+        (f"CPU per counted exchange in the counting service, {sizes} result", f"{service} ms"),
     ]
+
+
+def footprint(body: str) -> list[tuple[str, str]]:
+    found = tables(body)
+    checks = found[1] if len(found) > 1 else []
+    return [(f"memory (PSS) {row['what mcp-tokens adds']}", f"{row['MB']} MB") for row in checks]
+
+
+def saturation(body: str) -> list[tuple[str, str]]:
+    out = []
+    match = re.search(r"Instrumented throughput over plain \(medians\): ([\d.]+)", body)
+    if match:
+        out.append(("a saturated 2-worker gunicorn server, throughput instrumented / plain", match.group(1)))
+    runs = tables(body)[1] if len(tables(body)) > 1 else []
+    if runs:
+        recorded = all(row["calls"] == row["recorded"] for row in runs)
+        errors = ", ".join(row["recorded sum"] for row in runs)
+        exact = ", ".join(row["exact"] for row in runs)
+        calls = "every response recorded" if recorded else "responses missing"
+        out.append(("the same, counts and token sums", f"{calls}; sums {errors}; counted exactly {exact}"))
+    return out
 
 
 def engine(body: str) -> list[tuple[str, str]]:
@@ -179,6 +203,8 @@ FIGURES: Sequence[tuple[str, Callable[[str], list[tuple[str, str]]]]] = (
     ("instrumented", tool_calls),
     ("startup", startup),
     ("worker-cost", worker_cost),
+    ("footprint", footprint),
+    ("saturation", saturation),
     ("engine", engine),
     ("guard", guard),
     ("exporters", exporters),

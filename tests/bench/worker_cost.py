@@ -1,29 +1,36 @@
-"""What one exchange's analysis costs, and where: `python -m tests.bench.worker_cost`.
+# Copyright The mcp-tokens developers
+# SPDX-License-Identifier: Apache-2.0
 
-The analysis of an exchange is split between two processes: the instrumented process
-encodes the payloads for its helper and records the findings that come back (spans,
-metrics) on its worker thread, and that CPU is taken from the application's interpreter;
-the helper tokenises and looks for padding, on CPU the application does not need (it
-runs at the lowest priority, with a GIL of its own).
+"""What one exchange costs, and where: `python -m tests.bench.worker_cost`.
 
-This submits tools/call exchanges through the real `Pipeline` (helper process, SDK
-MeterProvider, spans ended and dropped), one batch per size, every text different (so
-the count cache never answers), and reports per exchange: the CPU this process used
-(its whole CPU time while the main thread only waits, so the worker thread's) and the
-CPU the helper used (Linux: from /proc). With `--analysis thread` the whole analysis
-runs in this process, as where no helper can be started.
+An exchange's cost is split between the instrumented process, whose worker thread sends
+the payloads to the counting service and records the findings that come back (spans,
+metrics) on the application's interpreter, and the counting service, which tokenises and
+looks for padding on CPU the application does not need (another process, idle priority).
+
+This submits tools/call exchanges through the real `Pipeline` (its own counting service,
+an SDK MeterProvider, spans ended and dropped), in bursts of 50 as calls would come, every
+text different (the count cache never answers), and reports per exchange the CPU this
+process used (the worker thread's: the main thread only waits) and the service's (Linux:
+/proc). The last rows run the same with rounds back to back (`linger_s=0`) instead of
+10 ms apart: what batching a burst into one round saves the application. With
+`--analysis thread`, the whole analysis runs in this process, as where no service can run.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import itertools
 import os
 import resource
+import shutil
+import tempfile
 import time
 from pathlib import Path
 
 from opentelemetry.instrumentation.mcp_tokens.config import Settings
+from opentelemetry.instrumentation.mcp_tokens.counting.options import Options
 from opentelemetry.instrumentation.mcp_tokens.exchange import Exchange, Side
 from opentelemetry.instrumentation.mcp_tokens.pipeline import Pipeline
 from opentelemetry.sdk.metrics import MeterProvider
@@ -31,12 +38,13 @@ from opentelemetry.sdk.metrics.export import InMemoryMetricReader
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.trace import Tracer
 
-from ._compat import flush, start_analysis
 from ._doc import add_markdown_option, table, write_section
 from .engine import json_payload
+from .footprint import service_pids
 
 SIZES = {"1 KB": 1_000, "50 KB": 50_000, "1 MB": 1_000_000}
 CALLS = {1_000: 2000, 50_000: 400, 1_000_000: 20}
+BURST = 50
 _SERIAL = itertools.count()
 
 
@@ -54,31 +62,53 @@ def process_cpu_s() -> float:
     return usage.ru_utime + usage.ru_stime
 
 
-def helper_cpu_s(pipeline: Pipeline) -> float | None:
-    """The helper's CPU time so far (Linux), None where it cannot be read."""
-    pid = getattr(pipeline.worker._link, "pid", None)
-    try:
-        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    except (OSError, IndexError):
-        return None
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+def service_cpu_s(directory: Path) -> float | None:
+    """The counting service's CPU time so far (Linux), None where it cannot be read."""
+    total = 0.0
+    pids = service_pids(directory)
+    for pid in pids:
+        with contextlib.suppress(OSError, IndexError):
+            fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+            total += (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    return total if pids else None
 
 
-def measure(pipeline: Pipeline, tracer: Tracer, text: str, calls: int) -> tuple[float, float | None]:
-    """ms of CPU per exchange: this process's, the helper's."""
+def measure(
+    pipeline: Pipeline, tracer: Tracer, text: str, calls: int, directory: Path
+) -> tuple[float, float | None]:
+    """ms of CPU per exchange: this process's, the service's."""
     exchanges = [exchange_of(f"{next(_SERIAL):>12}{text[12:]}", tracer) for _ in range(calls)]
-    ours, helper = process_cpu_s(), helper_cpu_s(pipeline)
-    # Submitted in bursts with pauses, as calls arrive: the queue never overflows.
-    for start in range(0, calls, 50):
-        for exchange in exchanges[start : start + 50]:
+    ours, theirs = process_cpu_s(), service_cpu_s(directory)
+    for start in range(0, calls, BURST):
+        for exchange in exchanges[start : start + BURST]:
             pipeline.submit(exchange)
         time.sleep(0.02)
-    if not flush(pipeline, 600):
-        raise RuntimeError("the analysis did not finish")
+    if not pipeline.force_flush(600):
+        raise RuntimeError("the counting did not finish")
     ours = process_cpu_s() - ours
-    helper_after = helper_cpu_s(pipeline)
-    helper_ms = None if helper is None or helper_after is None else (helper_after - helper) / calls * 1000
-    return ours / calls * 1000, helper_ms
+    after = service_cpu_s(directory)
+    service_ms = None if theirs is None or after is None else (after - theirs) / calls * 1000
+    return ours / calls * 1000, service_ms
+
+
+def run(analysis: str, options: Options, directory: Path) -> list[list[str]]:
+    settings = Settings.load({"analysis": analysis, "counter_dir": str(directory)})
+    pipeline = Pipeline(
+        settings, MeterProvider(metric_readers=[InMemoryMetricReader()]).get_meter("bench"), options=options
+    )
+    if not pipeline.wait_ready(60):
+        raise SystemExit("the counting did not start")
+    tracer = TracerProvider().get_tracer("bench")
+    rows = []
+    for label, size in SIZES.items():
+        text = json_payload(size)[:size]
+        measure(pipeline, tracer, text, 5, directory)  # warm-up
+        ours, theirs = measure(pipeline, tracer, text, CALLS[size], directory)
+        rows.append([label, f"{options.linger_s * 1000:.0f} ms", str(CALLS[size]), f"{ours:.3f}"])
+        rows[-1].append("-" if theirs is None else f"{theirs:.3f}")
+        print(" | ".join(rows[-1]), flush=True)
+    pipeline.shutdown()
+    return rows
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -86,29 +116,26 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--analysis", choices=("process", "thread"), default="process")
     add_markdown_option(parser)
     args = parser.parse_args(argv)
-    pipeline = Pipeline(
-        Settings(analysis=args.analysis),
-        MeterProvider(metric_readers=[InMemoryMetricReader()]).get_meter("bench"),
-    )
-    if not start_analysis(pipeline, 60):
-        raise SystemExit("the analysis did not start")
-    tracer = TracerProvider().get_tracer("bench")
-    print(f"CPU per tools/call exchange, ms (analysis: {pipeline.worker.mode})")
-    print(f"{'payload':<8} {'this process':>13} {'helper':>8}")
-    rows = []
-    for label, size in SIZES.items():
-        text = json_payload(size)[:size]
-        measure(pipeline, tracer, text, 5)  # warm-up
-        ours, helper = measure(pipeline, tracer, text, CALLS[size])
-        helper_text = "-" if helper is None else f"{helper:.3f}"
-        print(f"{label:<8} {ours:>13.3f} {helper_text:>8}")
-        rows.append([label, CALLS[size], f"{ours:.3f}", helper_text])
-    mode = pipeline.worker.mode
-    pipeline.shutdown()
+    directory = Path(tempfile.mkdtemp(prefix="mct-cost-")) / "counter"
+    try:
+        rows = run(args.analysis, Options(), directory)
+        if args.analysis == "process":
+            rows += run(args.analysis, Options(linger_s=0.0), directory)
+    finally:
+        for pid in service_pids(directory):
+            with contextlib.suppress(OSError):
+                os.kill(pid, 15)
+        shutil.rmtree(directory.parent, ignore_errors=True)
     if args.markdown:
-        header = ["tool result", "exchanges", "this process, ms CPU", "helper, ms CPU"]
+        header = [
+            "tool result",
+            "rounds apart",
+            "exchanges",
+            "this process, ms CPU",
+            "counting service, ms CPU",
+        ]
         section = "worker-cost" if args.analysis == "process" else "worker-cost-thread"
-        body = f"Analysis: {mode}.\n\n" + table(header, rows)
+        body = f"Analysis: {args.analysis}.\n\n" + table(header, rows)
         write_section(args.markdown, section, body, "tests.bench.worker_cost", argv)
     return 0
 

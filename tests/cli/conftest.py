@@ -1,3 +1,6 @@
+# Copyright The mcp-tokens developers
+# SPDX-License-Identifier: Apache-2.0
+
 """Shared fixtures of the CLI tests: the CLI run in-process, the fixture server, snapshots.
 
 Snapshots live in tests/cli/snapshots/; regenerate them with

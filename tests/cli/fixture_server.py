@@ -1,3 +1,6 @@
+# Copyright The mcp-tokens developers
+# SPDX-License-Identifier: Apache-2.0
+
 """A minimal MCP server over stdio, written against the wire protocol (no `mcp` import).
 
 It serves a listing from `listings` and can misbehave on purpose, so the CLI's handling of

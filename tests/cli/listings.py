@@ -1,3 +1,6 @@
+# Copyright The mcp-tokens developers
+# SPDX-License-Identifier: Apache-2.0
+
 """Tool listings the CLI tests serve through `fixture_server`, as pure data (no `mcp` import).
 
 `shop_v1` is a small, well-behaved server: bounded outputs, one tool without an outputSchema.

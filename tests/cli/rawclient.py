@@ -1,3 +1,6 @@
+# Copyright The mcp-tokens developers
+# SPDX-License-Identifier: Apache-2.0
+
 """A minimal MCP client over stdio pipes, written against the wire protocol (no SDK).
 
 It gives the tests the listing exactly as the server wrote it, by a path independent of the

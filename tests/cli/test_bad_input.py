@@ -1,3 +1,6 @@
+# Copyright The mcp-tokens developers
+# SPDX-License-Identifier: Apache-2.0
+
 """Bad servers, bad files, bad flags: one line on stderr, a distinct exit code, nothing half-written."""
 
 from __future__ import annotations

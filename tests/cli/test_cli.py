@@ -1,3 +1,6 @@
+# Copyright The mcp-tokens developers
+# SPDX-License-Identifier: Apache-2.0
+
 """`mcp-tokens` end to end against the fixture server: outputs (snapshots), hand-computed counts,
 lock and diff, the risk gate and the dashboards subcommand."""
 

@@ -1,3 +1,6 @@
+# Copyright The mcp-tokens developers
+# SPDX-License-Identifier: Apache-2.0
+
 """Every diff classification, on lock contents built by hand, and the exit code of the worst one."""
 
 from __future__ import annotations

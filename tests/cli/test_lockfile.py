@@ -1,3 +1,6 @@
+# Copyright The mcp-tokens developers
+# SPDX-License-Identifier: Apache-2.0
+
 """mcp-tokens.lock.json: stable bytes, round trip, atomic writes, and a clear error for every bad file."""
 
 from __future__ import annotations

@@ -1,3 +1,6 @@
+# Copyright The mcp-tokens developers
+# SPDX-License-Identifier: Apache-2.0
+
 """`mcp-tokens profile` against the integration test servers (tests/integration/apps): the SDK's
 low-level server, its FastMCP/MCPServer and standalone fastmcp, on whichever mcp line this venv has,
 over stdio, streamable HTTP and SSE. Expected definition tokens are computed by hand: tiktoken on the

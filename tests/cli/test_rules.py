@@ -1,3 +1,6 @@
+# Copyright The mcp-tokens developers
+# SPDX-License-Identifier: Apache-2.0
+
 """The recommendation table: each rule fires on its condition, alone, with a readable message."""
 
 from __future__ import annotations

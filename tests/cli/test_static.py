@@ -1,3 +1,6 @@
+# Copyright The mcp-tokens developers
+# SPDX-License-Identifier: Apache-2.0
+
 """Static analysis of outputSchemas: worst cases computed by hand, bounds, causes, hostile schemas."""
 
 from __future__ import annotations

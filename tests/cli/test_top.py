@@ -1,3 +1,6 @@
+# Copyright The mcp-tokens developers
+# SPDX-License-Identifier: Apache-2.0
+
 """`mcp-tokens top` against local HTTP endpoints serving Prometheus text: the table, rates
 between scrapes, Ctrl-C, and every way a hostile or absent endpoint fails (one line, its code)."""
 

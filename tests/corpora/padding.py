@@ -1,3 +1,6 @@
+# Copyright The mcp-tokens developers
+# SPDX-License-Identifier: Apache-2.0
+
 """Benign and adversarial corpora for the padding detectors.
 
 `benign_samples()` is what MCP tools legitimately return, from 200 B to 2 MB: JSON APIs,

@@ -1,3 +1,6 @@
+# Copyright The mcp-tokens developers
+# SPDX-License-Identifier: Apache-2.0
+
 """Source code and developer output: Python, JavaScript, Go, minified bundles, HTML,
 stack traces and diffs. Indentation and boilerplate make these compress well, legitimately.
 """

@@ -1,3 +1,6 @@
+# Copyright The mcp-tokens developers
+# SPDX-License-Identifier: Apache-2.0
+
 """Structured payloads as tools return them: JSON APIs, logs, tables, dumps, identifiers.
 
 These are the legitimately repetitive inputs (repeated keys, timestamps, separators,

@@ -1,3 +1,6 @@
+# Copyright The mcp-tokens developers
+# SPDX-License-Identifier: Apache-2.0
+
 """Natural-language text: English prose and markdown, CJK, RTL and Indic scripts, emoji chat.
 
 Words are drawn from committed frequency-ordered word lists (`words/*.txt`) with Zipf

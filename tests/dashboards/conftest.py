@@ -1,3 +1,6 @@
+# Copyright The mcp-tokens developers
+# SPDX-License-Identifier: Apache-2.0
+
 """Shared fixtures: the committed dashboards/ directory, the generated files, promtool."""
 
 from __future__ import annotations

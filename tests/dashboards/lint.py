@@ -1,3 +1,6 @@
+# Copyright The mcp-tokens developers
+# SPDX-License-Identifier: Apache-2.0
+
 """Dashboard lint rules in the spirit of grafana/dashboard-linter, for pytest.
 
 dashboard-linter itself ships as a Go binary from GitHub only, so its rules (and the

@@ -1,3 +1,6 @@
+# Copyright The mcp-tokens developers
+# SPDX-License-Identifier: Apache-2.0
+
 """Every metric and label the queries use is what the instrumentation really exports.
 
 The instrumentation's own instruments record one data point each through the real

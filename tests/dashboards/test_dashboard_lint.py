@@ -1,3 +1,6 @@
+# Copyright The mcp-tokens developers
+# SPDX-License-Identifier: Apache-2.0
+
 """The dashboards pass the dashboard-linter-style rules, and each rule can fail."""
 
 from __future__ import annotations

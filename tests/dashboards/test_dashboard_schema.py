@@ -1,3 +1,6 @@
+# Copyright The mcp-tokens developers
+# SPDX-License-Identifier: Apache-2.0
+
 """Every dashboard validates against Grafana's dashboard model (fixtures/README.md)."""
 
 from __future__ import annotations

@@ -1,3 +1,6 @@
+# Copyright The mcp-tokens developers
+# SPDX-License-Identifier: Apache-2.0
+
 """Alert conventions (monitoring mixins), and the Prometheus, Grafana and runbook forms agree."""
 
 from __future__ import annotations

@@ -1,3 +1,6 @@
+# Copyright The mcp-tokens developers
+# SPDX-License-Identifier: Apache-2.0
+
 """all_expressions() lists every query of every panel and rule, ready for a live Prometheus."""
 
 from __future__ import annotations

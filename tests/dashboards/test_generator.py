@@ -1,3 +1,6 @@
+# Copyright The mcp-tokens developers
+# SPDX-License-Identifier: Apache-2.0
+
 """The committed files are exactly what the generator writes, and the CLI behaves."""
 
 from __future__ import annotations

@@ -1,3 +1,6 @@
+# Copyright The mcp-tokens developers
+# SPDX-License-Identifier: Apache-2.0
+
 """Rules, alerts and every PromQL expression checked by the real promtool (and amtool)."""
 
 from __future__ import annotations

@@ -1,3 +1,6 @@
+# Copyright The mcp-tokens developers
+# SPDX-License-Identifier: Apache-2.0
+
 """The YAML writer's output reads back (PyYAML) as exactly the data written."""
 
 from __future__ import annotations

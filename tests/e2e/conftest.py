@@ -1,3 +1,6 @@
+# Copyright The mcp-tokens developers
+# SPDX-License-Identifier: Apache-2.0
+
 """Session fixtures for the end-to-end tests: real Prometheus and Alertmanager on 127.0.0.1, a
 webhook, and the demo server and client running under `opentelemetry-instrument`.
 

@@ -1,3 +1,6 @@
+# Copyright The mcp-tokens developers
+# SPDX-License-Identifier: Apache-2.0
+
 """Exact token counts of the demo tools' payloads, computed here independently of the engine:
 tiktoken's o200k_base (bundled, offline) and the block rules of docs/telemetry.md.
 

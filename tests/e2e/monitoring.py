@@ -1,3 +1,6 @@
+# Copyright The mcp-tokens developers
+# SPDX-License-Identifier: Apache-2.0
+
 """A real Prometheus and Alertmanager for the end-to-end tests, and an in-process webhook.
 
 Each runs on 127.0.0.1 with its own temporary config and storage (never the Debian

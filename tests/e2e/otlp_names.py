@@ -1,3 +1,6 @@
+# Copyright The mcp-tokens developers
+# SPDX-License-Identifier: Apache-2.0
+
 """The Prometheus names an OTLP metric gets on its way through an OpenTelemetry Collector
 (`prometheusremotewrite` exporter) or Prometheus' own OTLP receiver: the rules of
 prometheus/otlptranslator (`normalizeName`, strategy UnderscoreEscapingWithSuffixes, the

@@ -1,3 +1,6 @@
+# Copyright The mcp-tokens developers
+# SPDX-License-Identifier: Apache-2.0
+
 """An in-process OTLP/HTTP receiver: `POST /v1/metrics` and `/v1/traces` with protobuf bodies,
 decoded with opentelemetry-proto (Prometheus 2.42 has no OTLP receiver, and no Collector is
 packaged for this machine).

@@ -1,3 +1,6 @@
+# Copyright The mcp-tokens developers
+# SPDX-License-Identifier: Apache-2.0
+
 """A minimal MCP client over streamable HTTP (handshake era), on `http.client`.
 
 The SDK clients cost ~50 ms of CPU per session, which on two cores would make a load test

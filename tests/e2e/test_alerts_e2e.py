@@ -1,3 +1,6 @@
+# Copyright The mcp-tokens developers
+# SPDX-License-Identifier: Apache-2.0
+
 """The committed alert rules (with `for:` at 0s) in a real Prometheus, routed by a real
 Alertmanager to a webhook: the demo's critical tool pages on both sides, its healthy tool
 never fires anything."""

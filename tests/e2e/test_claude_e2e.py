@@ -158,7 +158,7 @@ def test_scraped_response_sums_equal_ctoks_content_counts(tmp_path: Path) -> Non
         assert abs(got - want) <= TOLERANCE * want, f"seed {seed}: {name}: scraped {got}, ctok {want}"
         worst = max(worst, abs(got - want) / want)
     print(f"largest difference from ctok: {worst:.4%}")
-    # The chosen hosts' limits, measured in the server's helper process.
+    # The chosen hosts' limits, measured by the counting service.
     assert scraped["tools"][0] == len(names)
     (big,) = [block["text"] for block in outcome["results"][-1]["content"]]
     crossed = {

@@ -1,3 +1,6 @@
+# Copyright The mcp-tokens developers
+# SPDX-License-Identifier: Apache-2.0
+
 """200 MCP sessions open at once over streamable HTTP against the demo server running under
 `opentelemetry-instrument`: every call is counted, and the server's memory stays bounded.
 

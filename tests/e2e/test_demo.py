@@ -1,3 +1,6 @@
+# Copyright The mcp-tokens developers
+# SPDX-License-Identifier: Apache-2.0
+
 """The demo: its tools really have the shapes they claim, and `python -m examples.demo` (what
 `make demo` runs) prints real numbers from both processes' /metrics and leaves nothing running."""
 

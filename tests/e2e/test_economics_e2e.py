@@ -1,3 +1,6 @@
+# Copyright The mcp-tokens developers
+# SPDX-License-Identifier: Apache-2.0
+
 """Tool economics end to end: a run whose calls this test chooses, read in the three places.
 
 The demo server runs under `opentelemetry-instrument` with the Prometheus exporter and the

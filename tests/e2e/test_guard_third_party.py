@@ -1,3 +1,6 @@
+# Copyright The mcp-tokens developers
+# SPDX-License-Identifier: Apache-2.0
+
 """The guard on a server nobody here wrote: the reference `mcp-server-git` under the real
 `opentelemetry-instrument`, over stdio, turned on with guard variables only. An
 uninstrumented client compares what it receives with what the same server sends

@@ -1,3 +1,6 @@
+# Copyright The mcp-tokens developers
+# SPDX-License-Identifier: Apache-2.0
+
 """Multi-worker MCP servers as they are deployed, under the real `opentelemetry-instrument`,
 two workers each, serving `tests.e2e.workers_app` (the demo server plus `worker_pid`) over
 stateless streamable HTTP:

@@ -1,3 +1,6 @@
+# Copyright The mcp-tokens developers
+# SPDX-License-Identifier: Apache-2.0
+
 """The same calls with `opentelemetry-instrument --metrics_exporter otlp --traces_exporter otlp`
 (OTLP/HTTP protobuf) to a receiver in this process: the metric values equal the exact
 tiktoken sums, and the spans carry the mcp_tokens.* attributes with per-call exact counts."""

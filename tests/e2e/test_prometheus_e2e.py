@@ -1,3 +1,6 @@
+# Copyright The mcp-tokens developers
+# SPDX-License-Identifier: Apache-2.0
+
 """A real Prometheus scrapes the instrumented demo processes (both run under
 `opentelemetry-instrument --metrics_exporter prometheus`):
 

@@ -1,3 +1,6 @@
+# Copyright The mcp-tokens developers
+# SPDX-License-Identifier: Apache-2.0
+
 """The report exporter under the real `opentelemetry-instrument`, and `mcp-tokens top` against a
 live instrumented process.
 

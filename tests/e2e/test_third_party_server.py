@@ -1,3 +1,6 @@
+# Copyright The mcp-tokens developers
+# SPDX-License-Identifier: Apache-2.0
+
 """A server nobody here wrote: the reference `mcp-server-git` (a low-level `Server` with its
 own twelve tools, run as its own console script) under the real `opentelemetry-instrument`,
 over stdio, on a repository made for the test. An uninstrumented client makes the calls and

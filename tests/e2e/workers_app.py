@@ -1,3 +1,6 @@
+# Copyright The mcp-tokens developers
+# SPDX-License-Identifier: Apache-2.0
+
 """The demo server as a module-level ASGI app for multi-worker servers, plus `worker_pid`:
 
     uvicorn tests.e2e.workers_app:app --workers 2

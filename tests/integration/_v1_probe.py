@@ -1,3 +1,6 @@
+# Copyright The mcp-tokens developers
+# SPDX-License-Identifier: Apache-2.0
+
 """Instruments a test server process for `test_v1_*.py` and writes what it recorded as JSON.
 
 Loaded from a generated `sitecustomize.py` (see `_v1_support.probed_stdio_target`) when

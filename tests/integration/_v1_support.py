@@ -1,3 +1,6 @@
+# Copyright The mcp-tokens developers
+# SPDX-License-Identifier: Apache-2.0
+
 """Shared machinery of the mcp 1.x instrumentation tests (`test_v1_*.py`).
 
 - `Telemetry`: `McpTokensInstrumentor().instrument()` with the SDK's in-memory span exporter

@@ -1,3 +1,6 @@
+# Copyright The mcp-tokens developers
+# SPDX-License-Identifier: Apache-2.0
+
 """Make `tests.integration.apps` importable when pytest runs from its own entry point (which,
 unlike `python -m pytest`, does not put the working directory on sys.path)."""
 

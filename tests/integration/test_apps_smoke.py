@@ -1,3 +1,6 @@
+# Copyright The mcp-tokens developers
+# SPDX-License-Identifier: Apache-2.0
+
 """End-to-end smoke test of the test harness, WITHOUT the instrumentation: every server flavour over
 every transport, on whichever mcp line this interpreter has, returns exactly the payloads that
 `payloads` computes. Run it under each environment (see ENVIRONMENTS.md)."""

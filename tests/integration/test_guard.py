@@ -1,3 +1,6 @@
+# Copyright The mcp-tokens developers
+# SPDX-License-Identifier: Apache-2.0
+
 """The guard on real servers and clients, on whichever SDK line this venv has (both run it).
 
 Every delivered result is checked with tiktoken alone (`v2_support.tool_result_tokens`: the
@@ -29,6 +32,7 @@ import jsonschema
 import mcp  # noqa: F401 -- imported before instrument(), as an MCP application has it: the guard comes with the patches
 import pytest
 from opentelemetry.instrumentation.mcp_tokens import McpTokensInstrumentor, budget_scope
+from opentelemetry.instrumentation.mcp_tokens.guard.remote import RemoteMeasure
 from opentelemetry.instrumentation.mcp_tokens.guard.tokens import Measure
 from opentelemetry.sdk.metrics import MeterProvider
 from opentelemetry.sdk.metrics.export import InMemoryMetricReader
@@ -294,10 +298,11 @@ def test_fails_open_when_the_tokenizer_cannot_load(tmp_path: Path) -> None:
 
 
 def test_fails_open_when_counting_raises(monkeypatch: pytest.MonkeyPatch) -> None:
-    def broken(self: Measure, text: str) -> int:
+    def broken(self: object, text: str) -> int:
         raise RuntimeError("tokenizer failure")
 
-    monkeypatch.setattr(Measure, "count", broken)
+    monkeypatch.setattr(Measure, "count", broken)  # in this process
+    monkeypatch.setattr(RemoteMeasure, "count", broken)  # or asked of the counting service
     with guarded(guard="truncate", guard_max_result_tokens=LIMIT) as t:
         (outcome,) = run(calls(Target("fastmcp", "memory"), [("sized", {"tokens_hint": 5000})]))
         failures = t.points("mcp_tokens.guard.failures")

@@ -1,3 +1,6 @@
+# Copyright The mcp-tokens developers
+# SPDX-License-Identifier: Apache-2.0
+
 """Real frameworks, both SDK lines: a tool that returns a str, a number, a boolean or a list gets
 its value twice, as text and as `structuredContent: {"result": value}`. The wrapper is counted
 as `duplicate` overhead on both sides, exactly its own tokens (docs/telemetry.md, Overhead).

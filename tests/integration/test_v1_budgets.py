@@ -1,3 +1,6 @@
+# Copyright The mcp-tokens developers
+# SPDX-License-Identifier: Apache-2.0
+
 """mcp 1.x budget scopes: one per ClientSession by default, `budget_scope()` across servers, the
 scope travelling to servers in baggage (even with baggage propagation off), utilisation and
 crossings against a small context window, exact `used` totals on both sides."""

@@ -1,3 +1,6 @@
+# Copyright The mcp-tokens developers
+# SPDX-License-Identifier: Apache-2.0
+
 """mcp 1.x: label values stay bounded whatever a peer sends. A client calling 300 distinct tool
 names the server never listed folds them into `_OTHER` on every metric, on both sides."""
 

@@ -1,3 +1,6 @@
+# Copyright The mcp-tokens developers
+# SPDX-License-Identifier: Apache-2.0
+
 """mcp 1.x: the instrumentation never hurts the host. Their exceptions reach them as the same
 objects (McpError, handler errors, timeouts, cancellations); ours never do; `uninstrument()`
 puts every patched attribute back by identity; an mcp it cannot handle is logged and left alone."""

@@ -1,3 +1,6 @@
+# Copyright The mcp-tokens developers
+# SPDX-License-Identifier: Apache-2.0
+
 """mcp 1.x, every transport x server flavour (and fastmcp's client): spans per the MCP semantic
 conventions with one trace from client to server, exact token counts on both sides, and the
 metrics contract. One standard session per case (H6's harness), shared by the tests below."""

@@ -1,3 +1,6 @@
+# Copyright The mcp-tokens developers
+# SPDX-License-Identifier: Apache-2.0
+
 """mcp 2.x budget scopes: the application's `budget_scope(...)` charges every exchange of a
 conversation, on the client and (through W3C baggage in `_meta`) on the server, in both eras;
 without one, each ClientSession is its own scope and the server charges its connection, or

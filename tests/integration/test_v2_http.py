@@ -1,3 +1,6 @@
+# Copyright The mcp-tokens developers
+# SPDX-License-Identifier: Apache-2.0
+
 """mcp 2.x over HTTP, both sides in this process (uvicorn in a background thread): SSE,
 streamable HTTP stateful and stateless (handshake era) and the 2026-07-28 HTTP path, for each
 server flavour, plus fastmcp 4's client. Checks the exact counts on both sides, one trace per

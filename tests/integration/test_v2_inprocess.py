@@ -1,3 +1,6 @@
+# Copyright The mcp-tokens developers
+# SPDX-License-Identifier: Apache-2.0
+
 """mcp 2.x, in process: the SDK's `Client` (and fastmcp 4's) against each server flavour in
 memory, both eras: the handshake era over the in-memory stream transport (JSON-RPC) and the
 2026-07-28 era over `DirectDispatcher` (no JSON-RPC, no SDK client span). Client and server
@@ -9,7 +12,6 @@ from typing import Any
 
 import anyio
 import pytest
-from opentelemetry.instrumentation.mcp_tokens.exchange import Side
 from opentelemetry.trace import SpanKind
 
 from tests.integration.apps import payloads
@@ -86,34 +88,3 @@ def test_in_memory_session_is_exact_on_both_sides(flavour: str, era: str, client
 
         assert telemetry.ends.ends and set(telemetry.ends.ends.values()) == {1}
         assert len(telemetry.ends.ends) == len(spans)
-
-
-@pytest.mark.parametrize("era", ["legacy", "modern"])
-def test_only_responses_that_leave_the_process_wait_for_their_transport(era: str) -> None:
-    """The worker's settling time after a response (see exchange.settle_seconds) is long only
-    while the response still crosses a transport. Over DirectDispatcher (the SDK client,
-    2026-07-28) the server hands its result to a client in this process: nothing crosses;
-    over the in-memory JSON-RPC streams (handshake era) the server's responses are treated
-    as leaving. A response the client received has arrived, whatever the transport."""
-    with instrumented() as telemetry:
-        pipeline = telemetry.pipeline
-        submitted: list[Any] = []
-        submit = pipeline.submit
-
-        def spy(exchange: Any) -> None:
-            submitted.append(exchange)
-            submit(exchange)
-
-        pipeline.submit = spy
-        anyio.run(lambda: run_session(Target("sdk_fastmcp", "memory"), client="sdk", era=era))
-        telemetry.flush()
-    # By the side the operation has here: who sent the request, who answered it.
-    sent = [e for e in submitted if (e.operation_side or e.side) is Side.CLIENT]
-    answered = [e for e in submitted if (e.operation_side or e.side) is Side.SERVER]
-    assert sent and answered
-    assert not any(e.response_crosses_transport for e in sent)
-    direct = era == "modern"
-    calls = [e for e in answered if e.method == "tools/call"]
-    assert calls
-    assert all(e.in_process is direct for e in calls)
-    assert all(e.response_crosses_transport is not direct for e in calls)

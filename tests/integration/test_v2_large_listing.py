@@ -1,3 +1,6 @@
+# Copyright The mcp-tokens developers
+# SPDX-License-Identifier: Apache-2.0
+
 """A listing far past the per-label and per-block bounds (5,000 tools against 200 label values
 and 1,024 detailed blocks): the tool-definition gauge of the server still adds up to the
 listing's tokens, counted here with tiktoken from the wire result by docs/telemetry.md's

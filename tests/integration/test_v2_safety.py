@@ -1,3 +1,6 @@
+# Copyright The mcp-tokens developers
+# SPDX-License-Identifier: Apache-2.0
+
 """mcp 2.x: the instrumentation never hurts the host.
 
 - every exception of theirs (MCPError, pydantic ValidationError, handler errors, timeouts,

@@ -1,3 +1,6 @@
+# Copyright The mcp-tokens developers
+# SPDX-License-Identifier: Apache-2.0
+
 """mcp 2.x over stdio: the client in this process, each server in a subprocess instrumented
 the same way (it dumps its spans and metrics when the client closes the pipe). Checks exact
 counts on both sides, one trace per call across the process boundary, `network.transport=pipe`

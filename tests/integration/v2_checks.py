@@ -1,3 +1,6 @@
+# Copyright The mcp-tokens developers
+# SPDX-License-Identifier: Apache-2.0
+
 """Assertions shared by the mcp 2.x tests: spans and metrics of one recorded standard session.
 
 Every expected value is computed from the wire JSON the session recorded (see

@@ -1,3 +1,6 @@
+# Copyright The mcp-tokens developers
+# SPDX-License-Identifier: Apache-2.0
+
 """A test server over stdio, instrumented by mcp-tokens, that dumps its telemetry on exit.
 
 `test_v2_stdio.py` launches it through a generated executable (the `python` of a stdio

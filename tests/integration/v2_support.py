@@ -1,3 +1,6 @@
+# Copyright The mcp-tokens developers
+# SPDX-License-Identifier: Apache-2.0
+
 """Shared machinery of the mcp 2.x instrumentation tests (`test_v2_*.py`).
 
 - `instrumented(...)`: `McpTokensInstrumentor().instrument(...)` with in-memory span and

@@ -1,3 +1,6 @@
+# Copyright The mcp-tokens developers
+# SPDX-License-Identifier: Apache-2.0
+
 """Deterministic corpora for fitting and validating the token estimate.
 
 Every document is generated from a seeded `random.Random`, so the corpora are identical on

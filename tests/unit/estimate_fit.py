@@ -1,3 +1,6 @@
+# Copyright The mcp-tokens developers
+# SPDX-License-Identifier: Apache-2.0
+
 """Fit the estimate's feature weights, and report its error and speed.
 
     python -m tests.unit.estimate_fit            # print FEATURE_WEIGHTS for engine/estimate.py

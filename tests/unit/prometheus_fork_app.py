@@ -1,3 +1,6 @@
+# Copyright The mcp-tokens developers
+# SPDX-License-Identifier: Apache-2.0
+
 """A pre-forking server in miniature, for tests/unit/test_prometheus_exporter.py: the parent
 serves `mcp_tokens_prometheus` and records before it forks two workers; each worker records
 its own values. Worker 0 exits at once (its counts must outlive it); worker 1 sets the listing

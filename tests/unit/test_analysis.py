@@ -1,3 +1,6 @@
+# Copyright The mcp-tokens developers
+# SPDX-License-Identifier: Apache-2.0
+
 """The Analyzer end to end: exact totals, risk, overhead, padding, and hostile input."""
 
 from __future__ import annotations

@@ -1,4 +1,7 @@
-"""The analysis side (analyst.py): findings from jobs, backlog estimates, labels, content."""
+# Copyright The mcp-tokens developers
+# SPDX-License-Identifier: Apache-2.0
+
+"""The analysis side (analyst.py): findings from jobs, estimates when behind, labels, content."""
 
 from __future__ import annotations
 
@@ -8,12 +11,12 @@ from typing import Any
 
 import pytest
 from opentelemetry.instrumentation.mcp_tokens import semconv
-from opentelemetry.instrumentation.mcp_tokens.analyst import Analyst, Job, job_of
+from opentelemetry.instrumentation.mcp_tokens.analyst import Analyst, Counters, Job, job_of
 from opentelemetry.instrumentation.mcp_tokens.config import Settings
 from opentelemetry.instrumentation.mcp_tokens.engine.analysis import PayloadKind
+from opentelemetry.instrumentation.mcp_tokens.engine.tokenizer import TokenizerSpec
 from opentelemetry.instrumentation.mcp_tokens.exchange import REQUEST_KINDS, RESPONSE_KINDS, Exchange, Side
 from opentelemetry.instrumentation.mcp_tokens.labels import ServerLabels
-from opentelemetry.instrumentation.mcp_tokens.pacing import Pacing
 from opentelemetry.instrumentation.mcp_tokens.scope import BudgetRef
 
 TEXT = "The quarterly report lists revenue by region and product line. " * 40
@@ -40,37 +43,35 @@ def result(text: str = TEXT) -> dict[str, Any]:
 
 
 @pytest.fixture(scope="module")
-def ready() -> Analyst:
-    analyst = Analyst(Settings())
-    analyst.start()
-    assert analyst.status().exact
-    return analyst
+def counters() -> Counters:
+    loaded = Counters.load(TokenizerSpec("o200k_base"))
+    assert loaded.status.exact
+    return loaded
 
 
-def test_an_exchange_the_analysis_is_far_behind_on_is_estimated(o200k: Any) -> None:
-    analyst = Analyst(Settings(), Pacing(max_backlog_s=0.3))
-    analyst.start()
-    assert analyst.status().exact
-    time.sleep(0.35)  # so that an exchange can have ended 0.3 s ago, after the tokenizer loaded
-    fresh = analyst.analyse(job(1), None, result())
-    late = analyst.analyse(job(2, ended_ago_s=0.32), None, result())
-    pushed = analyst.analyse(job(3, behind=True), None, result())
+@pytest.fixture(scope="module")
+def ready(counters: Counters) -> Analyst:
+    return Analyst(Settings(), counters)
+
+
+def test_an_exchange_whose_client_is_behind_is_estimated(ready: Analyst, o200k: Any) -> None:
+    fresh = ready.analyse(job(1), None, result())
+    pushed = ready.analyse(job(2, behind=True), None, result())
     exact = len(o200k.encode_ordinary(TEXT))
     assert fresh.response is not None and fresh.response.exact and fresh.response.tokens == exact
     assert not fresh.backlog
-    for estimated in (late, pushed):
-        assert estimated.backlog and estimated.response is not None
-        assert estimated.response.encoding == "estimate" and not estimated.response.exact
-        assert estimated.response.tokens == pytest.approx(exact, rel=0.25)  # the estimate's bound for prose
+    assert pushed.backlog and pushed.response is not None
+    assert pushed.response.encoding == "estimate" and not pushed.response.exact
+    assert pushed.response.tokens == pytest.approx(exact, rel=0.25)  # the estimate's bound for prose
 
 
-def test_exchanges_that_waited_for_the_tokenizer_to_load_are_counted_exactly() -> None:
-    analyst = Analyst(Settings())
-    queued = job(1, ended_ago_s=10 * Pacing().max_backlog_s, behind=True)  # before the load
-    analyst.start()
-    findings = analyst.analyse(queued, None, result())
-    assert 0 < analyst.loader.loaded_ns <= time.time_ns()
-    assert not findings.backlog and findings.response is not None and findings.response.exact
+def test_every_client_of_a_process_counts_with_its_one_tokenizer(counters: Counters) -> None:
+    first, second = Analyst(Settings(), counters), Analyst(Settings(max_bytes=1000), counters)
+    assert first.status is second.status is counters.status
+    assert counters.exact(Settings().max_bytes) is counters.exact(Settings().max_bytes)
+    big = second.analyse(job(1), None, result("word " * 1000))
+    assert big.response is not None and not big.response.exact  # its own MAX_BYTES
+    assert first.analyse(job(1), None, result("word " * 1000)).response.exact  # type: ignore[union-attr]
 
 
 def test_replaying_the_admissions_folds_every_name_alike(ready: Analyst) -> None:
@@ -122,7 +123,7 @@ def test_a_job_holds_plain_values_and_only_budgeted_operations_carry_their_scope
     sampling.finish({"content": {"type": "text", "text": "x"}})
     job = job_of(call, 4)
     assert (job.side, job.budget_key, job.context_window) == ("client", "c-1", 8_000)
-    assert type(job.side) is str  # the helper unpickles it without the exchange module
+    assert type(job.side) is str  # the counting service unpickles it without the exchange module
     assert (job.request_kind, job.response_kind) == (PayloadKind.TOOL_ARGUMENTS, PayloadKind.TOOL_RESULT)
     assert job_of(sampling, 5).budget_key is None  # a separate model call: not charged
 
@@ -133,9 +134,9 @@ def test_the_exchange_tables_name_payload_kinds_of_the_engine() -> None:
     )
 
 
-def test_content_is_captured_only_when_asked_and_cut(o200k: Any) -> None:
-    off = Analyst(Settings())
-    on = Analyst(Settings(capture_content=True, content_max_chars=40))
+def test_content_is_captured_only_when_asked_and_cut(counters: Counters) -> None:
+    off = Analyst(Settings(), counters)
+    on = Analyst(Settings(capture_content=True, content_max_chars=40), counters)
     request = {"name": "report", "arguments": {"region": "west\ud800"}}
     assert off.analyse(job(1), request, result()).content == (None, None)
     arguments, response = on.analyse(job(1), request, result()).content
@@ -157,9 +158,8 @@ def test_an_analysis_that_fails_says_so_instead_of_raising(
     assert findings.server == "crm" and findings.response is None
 
 
-def test_servers_folded_into_one_label_add_their_listings_up() -> None:
-    analyst = Analyst(Settings())
-    analyst.start()
+def test_servers_folded_into_one_label_add_their_listings_up(counters: Counters) -> None:
+    analyst = Analyst(Settings(), counters)
 
     def listing(server: int, tools: int = 3) -> dict[str, Any]:
         return {

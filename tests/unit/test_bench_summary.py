@@ -1,3 +1,6 @@
+# Copyright The mcp-tokens developers
+# SPDX-License-Identifier: Apache-2.0
+
 """The README's performance table is built from the tables the benchmarks wrote."""
 
 from __future__ import annotations
@@ -7,17 +10,18 @@ from pathlib import Path
 
 import pytest
 
-from tests.bench.summary import NOT_MEASURED, claude, startup, write_summary
+from tests.bench.summary import NOT_MEASURED, claude, saturation, startup, write_summary
 
 PERFORMANCE = """# Performance
 
 <!-- bench:worker-cost -->
 `python -m tests.bench.worker_cost`
 
-| tool result | exchanges | this process, ms CPU | helper, ms CPU |
-|-------------|----------:|---------------------:|---------------:|
-| 1 KB        |      2000 |                0.174 |          0.205 |
-| 1 MB        |        20 |                2.606 |         83.000 |
+| tool result | rounds apart | exchanges | this process, ms CPU | counting service, ms CPU |
+|-------------|-------------:|----------:|---------------------:|-------------------------:|
+| 1 KB        |        10 ms |      2000 |                0.174 |                    0.205 |
+| 1 MB        |        10 ms |        20 |                2.606 |                   83.000 |
+| 1 KB        |         0 ms |      2000 |                0.301 |                    0.205 |
 
 Machine: Some CPU, 2 cores, 24 GiB, Linux 6.1, Python 3.11.7, mcp 2.3.0.
 <!-- /bench:worker-cost -->
@@ -32,12 +36,13 @@ def test_the_summary_quotes_the_benchmark_tables_and_their_machine(tmp_path: Pat
     write_summary(readme, performance)
     text = readme.read_text()
     assert "old" not in text and text.endswith("after\n")
-    assert "| CPU per analysed exchange in the application, 1 KB / 1 MB result" in text
+    assert "| CPU per counted exchange in the application, 1 KB / 1 MB result" in text
     assert "0.174 / 2.606 ms" in text and "0.205 / 83.000 ms" in text
+    assert "0.301" not in text  # the rows without batching are the benchmark's, not the summary's
     assert "Measured on: Some CPU, 2 cores, 24 GiB, Linux 6.1, Python 3.11.7, mcp 2.3.0." in text
     # Benchmarks that wrote nothing say so rather than keep stale figures.
     assert re.search(r"\| \(instrumented benchmark\) +\| not measured +\|", text)
-    assert text.count(NOT_MEASURED) == 6
+    assert text.count(NOT_MEASURED) == 8
 
 
 def test_a_readme_without_the_section_is_an_error(tmp_path: Path) -> None:
@@ -96,4 +101,26 @@ def test_start_up_quotes_the_inside_measurement_then_the_whole_process_pairs() -
             "whole-process start-up CPU added, median of pairs (90% interval)",
             "MCP server: 41.2 (25.9 .. 57.4) ms",
         ),
+    ]
+
+
+SATURATION = """`python -m tests.bench.saturation`
+
+| variant (in the order run) | calls/s | calls | server CPU per call, ms |
+|----------------------------|--------:|------:|------------------------:|
+| plain                      |     151 | 1,519 |                    8.18 |
+| instrumented               |     148 | 1,490 |                    8.40 |
+
+Instrumented throughput over plain (medians): 0.980 (floor 0.95).
+
+| run | calls/s | calls | recorded | tokens received | recorded sum | exact | last count, s |
+|-----|--------:|------:|---------:|----------------:|-------------:|------:|--------------:|
+| 1   |     148 | 1,900 |    1,900 |       7,121,630 |       +0.00% |   93% |             4 |
+"""
+
+
+def test_saturation_quotes_the_ratio_and_whether_every_response_was_recorded() -> None:
+    assert saturation(SATURATION) == [
+        ("a saturated 2-worker gunicorn server, throughput instrumented / plain", "0.980"),
+        ("the same, counts and token sums", "every response recorded; sums +0.00%; counted exactly 93%"),
     ]

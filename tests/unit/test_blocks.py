@@ -1,3 +1,6 @@
+# Copyright The mcp-tokens developers
+# SPDX-License-Identifier: Apache-2.0
+
 """What a payload shows a model: the block rules of docs/telemetry.md."""
 
 from __future__ import annotations

@@ -1,3 +1,6 @@
+# Copyright The mcp-tokens developers
+# SPDX-License-Identifier: Apache-2.0
+
 """Exact cut points: every cut the engine finds leaves tiktoken's count unchanged."""
 
 from __future__ import annotations

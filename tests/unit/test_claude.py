@@ -274,18 +274,32 @@ def test_the_estimate_stays_within_its_documented_error(name: str) -> None:
 # --- the guard ---------------------------------------------------------------------------------
 @pytest.mark.claude
 @needs_ctok
-def test_truncate_at_25000_claude_tokens_delivers_between_90_and_100_percent() -> None:
+@pytest.mark.parametrize("where", ["counting service", "this process"])
+def test_truncate_at_25000_claude_tokens_delivers_between_90_and_100_percent(where: str) -> None:
     from opentelemetry.instrumentation.mcp_tokens.guard.accountant import Accountant  # noqa: PLC0415
     from opentelemetry.instrumentation.mcp_tokens.guard.core import Guard, GuardCall  # noqa: PLC0415
     from opentelemetry.instrumentation.mcp_tokens.guard.policy import Policy  # noqa: PLC0415
+    from opentelemetry.instrumentation.mcp_tokens.guard.remote import RemoteMeasure  # noqa: PLC0415
     from opentelemetry.instrumentation.mcp_tokens.guard.tokens import GuardTokenizer  # noqa: PLC0415
     from opentelemetry.instrumentation.mcp_tokens.labels import ServerLabels  # noqa: PLC0415
     from opentelemetry.instrumentation.mcp_tokens.telemetry import GuardInstruments  # noqa: PLC0415
     from opentelemetry.sdk.metrics import MeterProvider  # noqa: PLC0415
 
-    config = Settings.load({"guard": "truncate", "encoding": "claude-4.7"}, {})
+    # The environment holds the suite's own COUNTER_DIR (tests/conftest.py).
+    config = Settings.load({"guard": "truncate", "encoding": "claude-4.7"})
     assert config.guard_max_result_tokens == 25_000
-    tokenizer = GuardTokenizer(TokenizerSpec(config.encoding), max_bytes=config.max_bytes, wait_s=60.0)
+
+    def remote() -> RemoteMeasure:
+        measure = RemoteMeasure(config, connect_timeout=60.0, answer_timeout=60.0)
+        assert measure.max_token_bytes is None  # Claude's: no bytes bound
+        return measure
+
+    tokenizer = GuardTokenizer(
+        TokenizerSpec(config.encoding),
+        max_bytes=config.max_bytes,
+        wait_s=60.0,
+        remote=remote if where == "counting service" else None,
+    )
     tokenizer.start()
     assert tokenizer.wait(60.0)
     meter = MeterProvider().get_meter("test")
@@ -311,8 +325,10 @@ def test_truncate_at_25000_claude_tokens_delivers_between_90_and_100_percent() -
 
 
 def test_estimates_under_load_are_in_claudes_units_too() -> None:
-    from opentelemetry.instrumentation.mcp_tokens.analyst import Analyst  # noqa: PLC0415
+    from opentelemetry.instrumentation.mcp_tokens.analyst import Analyst, Counters  # noqa: PLC0415
+    from opentelemetry.instrumentation.mcp_tokens.engine.estimate import EstimateTokenizer  # noqa: PLC0415
 
-    counter = Analyst(Settings(encoding="claude-4.7")).estimator().counter
+    counters = Counters(EstimateTokenizer())
+    counter = Analyst(Settings(encoding="claude-4.7"), counters)._estimator.counter
     assert (counter.name, counter.exact) == ("claude-4.7", False)
-    assert Analyst(Settings()).estimator().counter.name == "estimate"
+    assert Analyst(Settings(), counters)._estimator.counter.name == "estimate"

@@ -1,3 +1,6 @@
+# Copyright The mcp-tokens developers
+# SPDX-License-Identifier: Apache-2.0
+
 """examples/otel-collector.yaml: an OTLP receiver, memory limiter and batch, the
 prometheusremotewrite exporter, wired into one metrics pipeline. Where a Collector binary is
 installed its own `validate` runs too; none can be installed from this machine's registries,

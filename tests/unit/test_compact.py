@@ -1,3 +1,6 @@
+# Copyright The mcp-tokens developers
+# SPDX-License-Identifier: Apache-2.0
+
 """Compact JSON in bounded steps (engine/compact.py) and the queue's payload weight (blocks.py)."""
 
 from __future__ import annotations

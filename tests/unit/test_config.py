@@ -1,3 +1,6 @@
+# Copyright The mcp-tokens developers
+# SPDX-License-Identifier: Apache-2.0
+
 """Settings: environment, keyword overrides, and bad values that must not stop the host."""
 
 from __future__ import annotations

@@ -1,3 +1,6 @@
+# Copyright The mcp-tokens developers
+# SPDX-License-Identifier: Apache-2.0
+
 """Content classification: what each generated corpus kind is classified as, bounded cost."""
 
 from __future__ import annotations

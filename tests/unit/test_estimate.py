@@ -1,3 +1,6 @@
+# Copyright The mcp-tokens developers
+# SPDX-License-Identifier: Apache-2.0
+
 """The content-aware estimate: its error per content type, bounds, cost and hostile input.
 
 The error bounds below are the ones docs/telemetry.md states. They were measured on the

@@ -1,3 +1,6 @@
+# Copyright The mcp-tokens developers
+# SPDX-License-Identifier: Apache-2.0
+
 """The guard's counting, cutting and bookkeeping, checked against tiktoken directly."""
 
 from __future__ import annotations

@@ -3,6 +3,7 @@ the telemetry, and the report's section."""
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from typing import Any
 
@@ -13,7 +14,7 @@ from opentelemetry.exporter.mcp_tokens.report.render_json import report_document
 from opentelemetry.exporter.mcp_tokens.report.series import Snapshot
 from opentelemetry.exporter.mcp_tokens.report.settings import ReportSettings
 from opentelemetry.instrumentation.mcp_tokens import semconv
-from opentelemetry.instrumentation.mcp_tokens.analyst import Analyst, Job
+from opentelemetry.instrumentation.mcp_tokens.analyst import Analyst, Counters, Job
 from opentelemetry.instrumentation.mcp_tokens.config import Settings
 from opentelemetry.instrumentation.mcp_tokens.engine.analysis import PayloadKind
 from opentelemetry.instrumentation.mcp_tokens.engine.hosts import (
@@ -28,6 +29,7 @@ from opentelemetry.instrumentation.mcp_tokens.engine.hosts import (
     text_size,
     token_encodings,
 )
+from opentelemetry.instrumentation.mcp_tokens.engine.tokenizer import TokenizerSpec
 from opentelemetry.instrumentation.mcp_tokens.exchange import Exchange, Side
 from opentelemetry.instrumentation.mcp_tokens.telemetry import Instruments, Recorder
 from opentelemetry.sdk.metrics import MeterProvider
@@ -101,11 +103,15 @@ def _job(method: str, response_kind: PayloadKind, seq: int = 1) -> Job:
 
 
 @pytest.fixture(scope="module")
-def analyst() -> Analyst:
-    analyst = Analyst(Settings(hosts=("claude-code", "codex", "vscode")))
-    analyst.start()
-    assert analyst.status().exact
-    return analyst
+def counters() -> Counters:
+    loaded = Counters.load(TokenizerSpec("o200k_base"))
+    assert loaded.status.exact
+    return loaded
+
+
+@pytest.fixture(scope="module")
+def analyst(counters: Counters) -> Analyst:
+    return Analyst(Settings(hosts=("claude-code", "codex", "vscode")), counters)
 
 
 def test_the_analysis_finds_each_hosts_limits_in_its_own_unit(analyst: Analyst) -> None:
@@ -126,9 +132,16 @@ def test_a_listing_reports_its_tool_count_however_labels_fold(analyst: Analyst) 
     assert findings.host_limits == ()
 
 
-def test_without_hosts_nothing_is_measured() -> None:
-    analyst = Analyst(Settings())
-    analyst.start()
+def test_behind_the_token_limits_are_checked_on_the_estimate(analyst: Analyst) -> None:
+    big = "The quarterly report lists revenue by region and product line. " * 3_200  # ~40k Claude tokens
+    job = dataclasses.replace(_job("tools/call", PayloadKind.TOOL_RESULT, 4), behind=True)
+    findings = analyst.analyse(job, None, _result(big))
+    assert findings.backlog
+    assert set(findings.host_limits) == {("claude-code", TOKENS), ("claude-code", CHARS), ("codex", BYTES)}
+
+
+def test_without_hosts_nothing_is_measured(counters: Counters) -> None:
+    analyst = Analyst(Settings(), counters)
     findings = analyst.analyse(_job("tools/call", PayloadKind.TOOL_RESULT), None, _result("x" * 100_000))
     assert findings.host_limits == ()
 

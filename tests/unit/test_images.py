@@ -1,3 +1,6 @@
+# Copyright The mcp-tokens developers
+# SPDX-License-Identifier: Apache-2.0
+
 """Image dimensions (checked against Pillow on real files), provider formulas, audio estimates."""
 
 from __future__ import annotations

@@ -1,3 +1,6 @@
+# Copyright The mcp-tokens developers
+# SPDX-License-Identifier: Apache-2.0
+
 """No import cycles in instrumentation/ and exporters/.
 
 Every import statement counts: at module level, inside a function, under `if TYPE_CHECKING:`.

@@ -1,3 +1,6 @@
+# Copyright The mcp-tokens developers
+# SPDX-License-Identifier: Apache-2.0
+
 """The instrumentor's start: what instrument() takes, and what it leaves for later."""
 
 from __future__ import annotations

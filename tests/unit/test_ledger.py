@@ -1,3 +1,6 @@
+# Copyright The mcp-tokens developers
+# SPDX-License-Identifier: Apache-2.0
+
 """The budget ledger: levels, crossings, definitions counted once, bounds and threads."""
 
 from __future__ import annotations

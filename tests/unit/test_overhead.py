@@ -1,3 +1,6 @@
+# Copyright The mcp-tokens developers
+# SPDX-License-Identifier: Apache-2.0
+
 """Overhead by kind: marked, duplicate and formatting tokens."""
 
 from __future__ import annotations

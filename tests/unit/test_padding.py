@@ -1,3 +1,6 @@
+# Copyright The mcp-tokens developers
+# SPDX-License-Identifier: Apache-2.0
+
 """Padding detection: the benign corpus stays clean, every adversarial sample is found with
 its reason and an offset inside the pad, thresholds keep a margin on both sides, the
 detectors are linear and fast, and no string makes them raise."""

@@ -1,3 +1,6 @@
+# Copyright The mcp-tokens developers
+# SPDX-License-Identifier: Apache-2.0
+
 """`mcp_tokens_prometheus`: the merge rules, the shared directory, the worker files, the scrape
 notifications (a worker sleeps until a scrape rings it), and one endpoint for a forked server
 (a real fork, in a subprocess)."""

@@ -1,3 +1,6 @@
+# Copyright The mcp-tokens developers
+# SPDX-License-Identifier: Apache-2.0
+
 """The budget scope and its context window in `_meta` baggage: what a server accepts from a peer."""
 
 from __future__ import annotations

@@ -1,3 +1,6 @@
+# Copyright The mcp-tokens developers
+# SPDX-License-Identifier: Apache-2.0
+
 """`mcp_tokens_remote_write`: snappy's block format, the protobuf WriteRequest (decoded with the
 protobuf runtime from the message definitions, not with our encoder's logic), settings, and
 the exporter against a receiver in this process (retries, no retry on 4xx, labels)."""

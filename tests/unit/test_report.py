@@ -1,3 +1,6 @@
+# Copyright The mcp-tokens developers
+# SPDX-License-Identifier: Apache-2.0
+
 """The report exporter's model and renderers, from metrics recorded through the real SDK.
 
 Every number is computed by hand from the values recorded below (the instruments and bucket

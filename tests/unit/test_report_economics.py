@@ -1,3 +1,6 @@
+# Copyright The mcp-tokens developers
+# SPDX-License-Identifier: Apache-2.0
+
 """The report's unused-tool tax, definition tokens per call and cost, in every format."""
 
 from __future__ import annotations

@@ -1,3 +1,6 @@
+# Copyright The mcp-tokens developers
+# SPDX-License-Identifier: Apache-2.0
+
 """Responses hosts would refuse: counted from the payload histogram in the report, its JSON,
 every text format and the CI gate."""
 

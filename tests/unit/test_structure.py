@@ -1,3 +1,6 @@
+# Copyright The mcp-tokens developers
+# SPDX-License-Identifier: Apache-2.0
+
 """Structure overhead: the tokens a tabular encoding of arrays of uniform records would save."""
 
 from __future__ import annotations

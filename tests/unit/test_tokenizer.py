@@ -1,9 +1,13 @@
+# Copyright The mcp-tokens developers
+# SPDX-License-Identifier: Apache-2.0
+
 """Exact offline tokenizers, their loading, fallback, cap, cache and chunked counting."""
 
 from __future__ import annotations
 
 import base64
 import functools
+import gc
 import gzip
 import hashlib
 import json
@@ -13,6 +17,7 @@ import socket
 import subprocess
 import sys
 import threading
+import weakref
 from pathlib import Path
 from typing import Any
 from unittest import mock
@@ -171,16 +176,18 @@ def test_a_token_buffer_that_disagrees_is_not_used() -> None:
     assert tokenizer.count("three words here") == 3
 
 
-def test_every_tokenizer_satisfies_the_protocol(tmp_path: Path) -> None:
-    path = tmp_path / "tokenizer.json"
-    tiny_huggingface_tokenizer().save(str(path))
-    for tokenizer in (
-        bundled("o200k_base"),
-        EstimateTokenizer(),
-        load_tokenizer(TokenizerSpec(path=str(path))),
-    ):
+def test_every_tokenizer_satisfies_the_protocol() -> None:
+    for tokenizer in (bundled("o200k_base"), bundled("cl100k_base"), EstimateTokenizer()):
         assert isinstance(tokenizer, Tokenizer)
     assert TokenizerSpec() == TokenizerSpec("o200k_base", None, None)
+
+
+def test_a_huggingface_tokenizer_satisfies_the_protocol(tmp_path: Path) -> None:
+    path = tmp_path / "tokenizer.json"
+    tiny_huggingface_tokenizer().save(str(path))
+    tokenizer = load_tokenizer(TokenizerSpec(path=str(path)))
+    assert isinstance(tokenizer, HuggingFaceTokenizer)
+    assert isinstance(tokenizer, Tokenizer)
 
 
 def test_bundled_loading_needs_no_network_and_writes_no_cache(
@@ -350,18 +357,28 @@ def test_cache_hits_return_the_same_count() -> None:
     first = counter.count(text)
     assert counter.count(text) == first == TokenCount(expected("o200k_base", text), True)
     info = counter.cache_info()
-    assert (info.hits, info.misses, info.entries, info.chars) == (1, 1, 1, len(text))
+    assert (info.hits, info.misses, info.entries) == (1, 1, 1)
 
 
-def test_cache_is_bounded_by_entries_and_by_characters() -> None:
-    by_entries = TokenCounter(bundled("o200k_base"), cache_entries=3)
-    by_chars = TokenCounter(bundled("o200k_base"), cache_chars=100)
-    for i in range(20):
-        text = f"{i:02d}" + "x" * 38
-        assert by_entries.count(text).tokens == expected("o200k_base", text)
-        assert by_chars.count(text).tokens == expected("o200k_base", text)
-    assert by_entries.cache_info().entries == 3
-    assert (by_chars.cache_info().entries, by_chars.cache_info().chars) == (2, 80)
+def test_cache_is_bounded_by_entries_and_keeps_no_text_alive() -> None:
+    counter = TokenCounter(bundled("o200k_base"), cache_entries=3)
+    texts = [f"{i:02d}" + "x" * 38 for i in range(20)]
+    counted = [_Text(text) for text in texts]  # a plain str cannot be weakly referenced
+    survivors = [weakref.ref(text) for text in counted]
+    for text in counted:
+        assert counter.count(text).tokens == expected("o200k_base", text)
+    del counted, text
+    gc.collect()
+    assert counter.cache_info().entries == 3
+    assert all(ref() is None for ref in survivors)
+    assert counter.count(texts[-1]) == TokenCount(expected("o200k_base", texts[-1]), True)
+    assert counter.cache_info().hits == 1  # an equal string, another object: a hit
+
+
+class _Text(str):
+    """A str that can be weakly referenced, to see whether the cache keeps it."""
+
+    __slots__ = ("__weakref__",)
 
 
 def test_cache_evicts_the_least_recently_used() -> None:
@@ -388,7 +405,7 @@ def test_long_strings_are_not_cached_and_cache_can_be_off() -> None:
 
 
 def test_cache_is_consistent_under_threads() -> None:
-    counter = TokenCounter(bundled("o200k_base"), cache_entries=50, cache_chars=2000)
+    counter = TokenCounter(bundled("o200k_base"), cache_entries=50)
     texts = [f"text number {i} " * (i % 7 + 1) for i in range(200)]
     wrong: list[str] = []
 
@@ -407,7 +424,6 @@ def test_cache_is_consistent_under_threads() -> None:
     assert wrong == []
     assert info.hits + info.misses == 12_000
     assert info.entries <= 50
-    assert info.chars <= 2000
 
 
 # --- background loading ------------------------------------------------------------------
@@ -436,6 +452,22 @@ def test_loader_loads_in_the_background_once() -> None:
     assert loader.error is None
     assert len(calls) == 1
     assert loader._thread is not None and loader._thread.daemon
+
+
+def test_loader_run_loads_on_this_thread_and_nothing_loads_again() -> None:
+    calls: list[TokenizerSpec] = []
+    loaded = EstimateTokenizer()
+
+    def load(spec: TokenizerSpec) -> Tokenizer:
+        calls.append(spec)
+        return loaded
+
+    with mock.patch.object(tokenizer_module, "_load_exact", load):
+        loader = TokenizerLoader(TokenizerSpec("cl100k_base"))
+        loader.run()  # the counting service loads before it forks: no thread may be left
+        assert loader.tokenizer() is loaded
+        loader.start()
+    assert len(calls) == 1 and loader._thread is None
 
 
 def test_loader_tokenizer_starts_loading_and_reports_failures(caplog: pytest.LogCaptureFixture) -> None:
@@ -524,8 +556,9 @@ def test_bpe_file_of_unknown_size_needs_a_pattern(tmp_path: Path, caplog: pytest
 
 @functools.cache
 def tiny_huggingface_tokenizer() -> Any:
-    """A real BPE tokenizer.json, trained here, offline, on the test corpus."""
-    # `tokenizers` is an optional extra (huggingface): only the tests that use it need it.
+    """A real BPE tokenizer.json, trained here, offline, on the test corpus; the test that
+    asks for it is skipped where the optional `huggingface` extra is not installed."""
+    pytest.importorskip("tokenizers", reason="needs the optional `huggingface` extra (tokenizers)")
     from tokenizers import Tokenizer as HfTokenizer  # noqa: PLC0415
     from tokenizers import models, pre_tokenizers, trainers  # noqa: PLC0415
 

@@ -1,3 +1,6 @@
+# Copyright The mcp-tokens developers
+# SPDX-License-Identifier: Apache-2.0
+
 """Seeded texts for checking token counts against tiktoken, hostile characters included.
 
 `corpus(seed, count)` mixes JSON (pretty and compact), prose with contractions and CRLF,

@@ -1,3 +1,6 @@
+# Copyright The mcp-tokens developers
+# SPDX-License-Identifier: Apache-2.0
+
 """Test MCP servers and client drivers shared by the integration tests, the demo and the benchmark.
 
 Three server flavours expose one tool set (`payloads`) over every transport, on whichever mcp line

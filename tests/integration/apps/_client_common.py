@@ -1,3 +1,6 @@
+# Copyright The mcp-tokens developers
+# SPDX-License-Identifier: Apache-2.0
+
 """Types shared by the client drivers: what to connect to, and what a call returned (wire form)."""
 
 from __future__ import annotations

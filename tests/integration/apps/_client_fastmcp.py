@@ -1,3 +1,6 @@
+# Copyright The mcp-tokens developers
+# SPDX-License-Identifier: Apache-2.0
+
 """Client driver with standalone fastmcp's `Client` (3.x on mcp 1.x, 4.x on mcp 2.x).
 
 fastmcp's client drives the SDK's `ClientSession` underneath, so SDK-level hooks see its traffic.

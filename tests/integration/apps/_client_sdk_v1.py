@@ -1,3 +1,6 @@
+# Copyright The mcp-tokens developers
+# SPDX-License-Identifier: Apache-2.0
+
 """Client driver on mcp 1.x: a `ClientSession` over each transport, handshake with `initialize`."""
 
 from __future__ import annotations

@@ -1,3 +1,6 @@
+# Copyright The mcp-tokens developers
+# SPDX-License-Identifier: Apache-2.0
+
 """Client driver on mcp 2.x: `mcp.Client` over each transport.
 
 `era="legacy"` forces the `initialize` handshake (`mode="legacy"`); `era="modern"` is the 2.x

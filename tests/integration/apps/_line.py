@@ -1,3 +1,6 @@
+# Copyright The mcp-tokens developers
+# SPDX-License-Identifier: Apache-2.0
+
 """Which mcp line (1.x or 2.x) and which standalone fastmcp the interpreter has."""
 
 from __future__ import annotations

@@ -1,3 +1,6 @@
+# Copyright The mcp-tokens developers
+# SPDX-License-Identifier: Apache-2.0
+
 """Transports for a low-level `Server`, written against the API both mcp lines share
 (`stdio_server`, `SseServerTransport`, `StreamableHTTPSessionManager`)."""
 

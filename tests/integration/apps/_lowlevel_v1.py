@@ -1,3 +1,6 @@
+# Copyright The mcp-tokens developers
+# SPDX-License-Identifier: Apache-2.0
+
 """The low-level server on mcp 1.x: `mcp.server.lowlevel.Server` with hand-written handlers."""
 
 from __future__ import annotations

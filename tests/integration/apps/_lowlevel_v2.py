@@ -1,3 +1,6 @@
+# Copyright The mcp-tokens developers
+# SPDX-License-Identifier: Apache-2.0
+
 """The low-level server on mcp 2.x: `mcp.server.Server` with constructor-registered handlers."""
 
 from __future__ import annotations

@@ -1,3 +1,6 @@
+# Copyright The mcp-tokens developers
+# SPDX-License-Identifier: Apache-2.0
+
 """The bundled `mcp.server.fastmcp.FastMCP` on mcp 1.x."""
 
 from __future__ import annotations

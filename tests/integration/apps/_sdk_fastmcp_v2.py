@@ -1,3 +1,6 @@
+# Copyright The mcp-tokens developers
+# SPDX-License-Identifier: Apache-2.0
+
 """The SDK's `mcp.server.mcpserver.MCPServer` on mcp 2.x (the successor of the bundled FastMCP)."""
 
 from __future__ import annotations

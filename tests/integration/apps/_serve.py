@@ -1,3 +1,6 @@
+# Copyright The mcp-tokens developers
+# SPDX-License-Identifier: Apache-2.0
+
 """Command line shared by the server modules: `--transport stdio|sse|streamable-http|stateless-http
 --port N`. HTTP transports bind 127.0.0.1 only and serve under `/sse` (SSE) or `/mcp`."""
 

@@ -1,3 +1,6 @@
+# Copyright The mcp-tokens developers
+# SPDX-License-Identifier: Apache-2.0
+
 """Client drivers for the test servers: one API for both mcp lines, both client kinds (the SDK's
 session/`Client`, standalone fastmcp's `Client`) and every transport.
 

@@ -1,3 +1,6 @@
+# Copyright The mcp-tokens developers
+# SPDX-License-Identifier: Apache-2.0
+
 """Standalone fastmcp with the shared tool set: fastmcp 3.x on mcp 1.x, fastmcp 4.x on mcp 2.x.
 
 Run: `python -m tests.integration.apps.fastmcp_server --transport stdio|sse|streamable-http|stateless-http

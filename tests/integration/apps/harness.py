@@ -1,3 +1,6 @@
+# Copyright The mcp-tokens developers
+# SPDX-License-Identifier: Apache-2.0
+
 """Start test servers as subprocesses, with bounded waits: free ports, readiness, clean shutdown."""
 
 from __future__ import annotations

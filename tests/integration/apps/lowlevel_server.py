@@ -1,3 +1,6 @@
+# Copyright The mcp-tokens developers
+# SPDX-License-Identifier: Apache-2.0
+
 """The SDK's low-level `Server` with the shared tool set, on mcp 1.x or 2.x.
 
 Run: `python -m tests.integration.apps.lowlevel_server --transport stdio|sse|streamable-http|stateless-http

@@ -1,3 +1,6 @@
+# Copyright The mcp-tokens developers
+# SPDX-License-Identifier: Apache-2.0
+
 """The tool set every test server exposes, as pure deterministic data (no `mcp` import).
 
 Each server flavour wraps these functions in its own SDK types, so a test can recompute the exact

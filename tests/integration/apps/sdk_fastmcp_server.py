@@ -1,3 +1,6 @@
+# Copyright The mcp-tokens developers
+# SPDX-License-Identifier: Apache-2.0
+
 """The SDK's own high-level server with the shared tool set: `mcp.server.fastmcp.FastMCP` on mcp 1.x,
 `mcp.server.mcpserver.MCPServer` on mcp 2.x.
 

@@ -1,3 +1,6 @@
+# Copyright The mcp-tokens developers
+# SPDX-License-Identifier: Apache-2.0
+
 """Reading the exporters' `OTEL_EXPORTER_MCP_TOKENS_*` settings: a value that does not parse is
 logged once and its default is used, so that a typo never stops the host process."""
 

@@ -1,3 +1,6 @@
+# Copyright The mcp-tokens developers
+# SPDX-License-Identifier: Apache-2.0
+
 """How numbers, shares, money and untrusted names read in every human-facing output.
 
 One module for the CLI (`profile`, `diff`, `top`) and the report exporter (terminal, text,

@@ -1,15 +1,19 @@
+# Copyright The mcp-tokens developers
+# SPDX-License-Identifier: Apache-2.0
+
 """The analysis side: what one exchange's payloads are worth, in tokens.
 
-An `Analyst` owns everything the analysis needs and keeps between exchanges: the exact
-tokenizer (loaded on a thread at start), the analyzers, the bounded label folders and
-the budget-scope ledgers. It turns a `Job` (the facts of one finished exchange, without
-its span) and the exchange's wire payloads into `Findings`: tokens, overhead, risk and
-padding per payload, the folded label values, the budget snapshot. Findings are small
+An `Analyst` owns what the analysis of one client keeps between its exchanges: the
+analyzers, the bounded label folders and the budget-scope ledgers; the tokenizer is the
+process's (`Counters`), shared by every client a counting process serves. It turns a
+`Job` (the facts of one finished exchange, without its span) and the exchange's wire
+payloads into `Findings`: tokens, overhead, risk and padding per payload, the folded
+label values, the budget snapshot. Findings are small
 and bounded whatever the payloads held (no per-block detail, at most one definition
 entry per label value), because the instrumented process reads them on its own time.
 
-It runs in the analysis helper process (helper.py), where it shares no GIL with the
-application, or, where no helper can be started, on a thread of the application.
+It runs in the counting service (counting/), where it shares no GIL with the application,
+or, where no service can run, on a thread of the application.
 Nothing here imports the MCP SDK or the OpenTelemetry SDK.
 """
 
@@ -20,7 +24,7 @@ import logging
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from . import semconv
 from .config import Settings
@@ -33,7 +37,6 @@ from .engine.hosts import HOSTS, ResultSize, crossed_result_limits, text_size, t
 from .engine.ledger import BudgetLedger, BudgetSnapshot
 from .engine.tokenizer import TokenCounter, Tokenizer, TokenizerLoader, TokenizerSpec
 from .labels import LabelFolder, ServerLabels, SharedListings, clean_text
-from .pacing import PACING, Pacing
 
 if TYPE_CHECKING:
     from .exchange import Exchange
@@ -41,10 +44,11 @@ if TYPE_CHECKING:
 _logger = logging.getLogger(__name__)
 
 
-@dataclass(frozen=True, slots=True)
+# Not slotted, as `Findings`: it crosses for every exchange.
+@dataclass(frozen=True)
 class Job:
     """One finished exchange, as the analysis needs it (the span stays behind). Plain
-    values only: the helper unpickles it without the instrumented process's modules."""
+    values only: the counting service unpickles it with an allow-list (counting/protocol.py)."""
 
     seq: int
     side: str  # semconv.SIDE_CLIENT or SIDE_SERVER
@@ -58,7 +62,7 @@ class Job:
     # The budget scope charged (budgeted operations only), and its context window.
     budget_key: str | None = None
     context_window: int | None = None
-    # The sender's queue is half full: exact counting cannot keep up, estimate.
+    # The client is behind (half its queue is waiting): estimate rather than count.
     behind: bool = False
 
 
@@ -82,7 +86,9 @@ def job_of(exchange: Exchange, seq: int, behind: bool = False) -> Job:
     )
 
 
-@dataclass(frozen=True, slots=True)
+# Not slotted: it crosses from the counting service to the application for every exchange,
+# and a frozen slotted dataclass unpickles through Python-level __setstate__ (five times slower).
+@dataclass(frozen=True)
 class Findings:
     """What the analysis learned about one exchange (the answer to `Job` `seq`)."""
 
@@ -97,7 +103,7 @@ class Findings:
     # Label values this exchange admitted, in order: (None, server name) or (server label,
     # tool or prompt name); the instrumented process replays them to fold the same way.
     admitted: tuple[tuple[str | None, str], ...] = ()
-    # CPU time of the analysis (the helper's thread, or the application's in thread mode).
+    # CPU time of the analysis (the counting process's, or the application's in thread mode).
     analysis_s: float = 0.0
     # Estimated rather than counted because the analysis was behind.
     backlog: bool = False
@@ -130,21 +136,86 @@ def _no_pause() -> None:
 _RESULT_KINDS = (PayloadKind.TOOL_RESULT, PayloadKind.RESOURCE)
 
 
-class Analyst:
+class Counters:
+    """The exact tokenizer and the estimate that every `Analyst` of a process counts with
+    (one tokenizer, however many clients a counting process serves), and the tokenizers of
+    hosts whose unit differs (loaded here the first time a client's HOSTS needs one)."""
+
     def __init__(
         self,
-        settings: Settings,
-        pacing: Pacing = PACING,
+        tokenizer: Tokenizer,
         *,
-        counting_threads: int | None = None,
+        error: str | None = None,
+        threads: int | None = None,
         chunk_chars: int = 1 << 20,
         pause: Callable[[], None] = _no_pause,
     ) -> None:
+        self.tokenizer = tokenizer
+        self.status = AnalystStatus(tokenizer.name, tokenizer.exact, error, time.time_ns())
+        self._threads = threads
+        self._chunk_chars = chunk_chars
+        self._pause = pause
+        self._exact: dict[int, TokenCounter] = {}
+        self._estimates: dict[tuple[int, str | None], TokenCounter] = {}
+        self._hosts: dict[tuple[str, int], TokenCounter] = {}
+
+    @classmethod
+    def load(cls, spec: TokenizerSpec, **options: Any) -> Counters:
+        """Load the tokenizer here and now (a counting process, before it forks)."""
+        loader = TokenizerLoader(spec)
+        loader.run()
+        return cls(loader.tokenizer(), error=loader.error, **options)
+
+    @classmethod
+    def from_loader(cls, loader: TokenizerLoader, **options: Any) -> Counters:
+        """The counters once `loader` has loaded (waits for it)."""
+        return cls(loader.tokenizer(), error=loader.error, **options)
+
+    def exact(self, max_bytes: int) -> TokenCounter:
+        counter = self._exact.get(max_bytes)
+        if counter is None:
+            counter = self._exact[max_bytes] = TokenCounter(
+                self.tokenizer,
+                max_bytes=max_bytes,
+                threads=self._threads,
+                chunk_chars=self._chunk_chars,
+                pause=self._pause,
+            )
+        return counter
+
+    def estimate(self, max_bytes: int, claude: str | None = None) -> TokenCounter:
+        """For payloads exact counting is too far behind on: the content-aware estimate
+        costs a small fraction of tokenizing (engine/estimate.py), in Claude's units for a
+        `claude` encoding (engine/claude_estimate.py). No cache: an estimate costs about
+        what a lookup does."""
+        counter = self._estimates.get((max_bytes, claude))
+        if counter is None:
+            estimate = EstimateTokenizer() if claude is None else claude_estimate(claude)
+            counter = self._estimates[max_bytes, claude] = TokenCounter(
+                estimate, max_bytes=max_bytes, threads=1, cache_entries=0
+            )
+        return counter
+
+    def host(self, encoding: str, max_bytes: int) -> TokenCounter:
+        """A counter in a host's tokenizer (a bundled encoding or a Claude one), loaded on
+        first use: the only tokenizer load after a counting process starts."""
+        counter = self._hosts.get((encoding, max_bytes))
+        if counter is None:
+            loader = TokenizerLoader(TokenizerSpec(encoding))
+            loader.run()
+            counter = self._hosts[encoding, max_bytes] = TokenCounter(
+                loader.tokenizer(), max_bytes=max_bytes, threads=1, pause=self._pause
+            )
+        return counter
+
+
+class Analyst:
+    """One client's analysis: its settings, label folders and budget ledgers, counting
+    with the process's shared `Counters`."""
+
+    def __init__(self, settings: Settings, counters: Counters) -> None:
         self.settings = settings
-        self._pacing = pacing
-        self.loader = TokenizerLoader(
-            TokenizerSpec(settings.encoding, settings.tokenizer_file, settings.tokenizer_pattern)
-        )
+        self._counters = counters
         # One ledger per side: a process that is both the client and the server of a
         # session (in-memory transports) must not charge one scope twice.
         self.ledgers = {
@@ -158,66 +229,20 @@ class Analyst:
         }
         self.labels = ServerLabels(settings.max_label_values)
         self._shared_listings = SharedListings()
-        self._counting_threads = counting_threads
-        self._chunk_chars = chunk_chars
-        self._pause = pause
-        self._analyzer: Analyzer | None = None
-        self._estimator: Analyzer | None = None
-        # Tokenizers of the chosen hosts' token limits that differ from the configured one.
-        self._host_loaders = {
-            encoding: TokenizerLoader(TokenizerSpec(encoding))
-            for encoding in token_encodings(settings.hosts)
-            if encoding != settings.encoding or settings.tokenizer_file is not None
-        }
-        self._host_counters: dict[str, TokenCounter] = {}
-
-    def start(self) -> None:
-        self.loader.start()
-        for loader in self._host_loaders.values():
-            loader.start()
-
-    def status(self) -> AnalystStatus:
-        """Waits for the tokenizer (call it from a thread that may wait)."""
-        counter = self.analyzer().counter
-        return AnalystStatus(counter.name, counter.exact, self.loader.error, self.loader.loaded_ns)
-
-    def analyzer(self) -> Analyzer:
-        if self._analyzer is None:
-            counter = TokenCounter(
-                self.loader.tokenizer(),
-                max_bytes=self.settings.max_bytes,
-                threads=self._counting_threads,
-                chunk_chars=self._chunk_chars,
-                pause=self._pause,
-            )
-            self._analyzer = Analyzer(counter, self._options())
-        return self._analyzer
-
-    def estimator(self) -> Analyzer:
-        """For exchanges the analysis is too far behind on to count exactly: the
-        content-aware estimate costs a small fraction of tokenizing (engine/estimate.py)."""
-        if self._estimator is None:
-            # No cache: an estimate costs about what a lookup does, and a second cache would
-            # keep another 8 Mi characters of texts alive.
-            counter = TokenCounter(
-                self._estimate_tokenizer(), max_bytes=self.settings.max_bytes, threads=1, cache_entries=0
-            )
-            self._estimator = Analyzer(counter, self._options())
-        return self._estimator
-
-    def _estimate_tokenizer(self) -> Tokenizer:
-        """The estimate in the configured encoding's units: Claude's for a Claude encoding."""
-        if self.settings.tokenizer_file is None and is_claude(self.settings.encoding):
-            return claude_estimate(self.settings.encoding)
-        return EstimateTokenizer()
-
-    def _options(self) -> AnalyzerOptions:
-        return AnalyzerOptions(
-            risk_thresholds=self.settings.risk_thresholds,
-            image_model=self.settings.image_model,
-            overhead_pattern=self.settings.overhead_pattern,
-            detect_padding=self.settings.padding,
+        options = AnalyzerOptions(
+            risk_thresholds=settings.risk_thresholds,
+            image_model=settings.image_model,
+            overhead_pattern=settings.overhead_pattern,
+            detect_padding=settings.padding,
         )
+        self._analyzer = Analyzer(counters.exact(settings.max_bytes), options)
+        bundled = settings.tokenizer_file is None
+        claude = settings.encoding if bundled and is_claude(settings.encoding) else None
+        self._estimator = Analyzer(counters.estimate(settings.max_bytes, claude), options)
+
+    @property
+    def status(self) -> AnalystStatus:
+        return self._counters.status
 
     # --- one exchange ----------------------------------------------------------------------
     def analyse(self, job: Job, request: object, response: object) -> Findings:
@@ -237,12 +262,10 @@ class Analyst:
         )
 
     def _analyse(self, job: Job, request: object, response: object, started: float) -> Findings:
-        backlog = self._is_backlog(job)
-        analyzer = self.estimator() if backlog else self.analyzer()
+        backlog = job.behind and self._analyzer.counter.exact
+        analyzer = self._estimator if backlog else self._analyzer
         request_analysis = _analyse_part(analyzer, job.request_kind, request)
-        self._pause()
         response_analysis = _analyse_part(analyzer, job.response_kind, response)
-        self._pause()
         admitted: list[tuple[str | None, str]] = []
         server = self._server_label(job.server_name, admitted)
         targets = self.labels.targets(server)
@@ -272,18 +295,16 @@ class Analyst:
 
     def _host_limits(self, job: Job, response: object, backlog: bool) -> tuple[tuple[str, str], ...]:
         """The chosen hosts' result limits this response is over. Token limits count the
-        response again in the host's tokenizer, unless the analysis is behind."""
+        response again in the host's tokenizer (its estimate while the analysis is behind)."""
         kind = job.response_kind
         if not self.settings.hosts or response is None or kind not in _RESULT_KINDS:
             return ()
         texts = payload_texts(kind, response)
         chars, size, lines = text_size(texts)
         tokens: dict[str, int] = {}
-        if not backlog:
-            for encoding in token_encodings(self.settings.hosts):
-                counter = self._host_counter(encoding)
-                tokens[encoding] = sum(counter.count(text).tokens for text in texts)
-                self._pause()
+        for encoding in token_encodings(self.settings.hosts):
+            counter = self._host_estimate(encoding) if backlog else self._host_counter(encoding)
+            tokens[encoding] = sum(counter.count(text).tokens for text in texts)
         measured = ResultSize(chars, size, lines, tokens)
         return tuple(
             (name, limit.kind)
@@ -292,15 +313,12 @@ class Analyst:
         )
 
     def _host_counter(self, encoding: str) -> TokenCounter:
-        loader = self._host_loaders.get(encoding)
-        if loader is None:
-            return self.analyzer().counter
-        counter = self._host_counters.get(encoding)
-        if counter is None:
-            counter = self._host_counters[encoding] = TokenCounter(
-                loader.tokenizer(), max_bytes=self.settings.max_bytes, threads=1, pause=self._pause
-            )
-        return counter
+        if encoding == self.settings.encoding and self.settings.tokenizer_file is None:
+            return self._analyzer.counter
+        return self._counters.host(encoding, self.settings.max_bytes)
+
+    def _host_estimate(self, encoding: str) -> TokenCounter:
+        return self._counters.estimate(self.settings.max_bytes, encoding if is_claude(encoding) else None)
 
     def _definitions(
         self, job: Job, server: str, response: Analysis | None, targets: LabelFolder
@@ -309,15 +327,6 @@ class Analyst:
         if definitions is None or server != semconv.OTHER_VALUE or not job.server_name:
             return definitions
         return self._shared_listings.combine(job.side, job.server_name, definitions)
-
-    def _is_backlog(self, job: Job) -> bool:
-        """Whether to estimate: the sender is behind, or the exchange waited `max_backlog_s`.
-        Exchanges that waited for the tokenizer to load are counted (start-up is not
-        overload); without an exact tokenizer there is nothing cheaper to fall back to."""
-        loaded_ns = self.loader.loaded_ns
-        if loaded_ns == 0 or job.end_ns < loaded_ns or not self.analyzer().counter.exact:
-            return False
-        return job.behind or time.time_ns() - job.end_ns >= self._pacing.max_backlog_s * 1e9
 
     def _server_label(self, name: str | None, admitted: list[tuple[str | None, str]]) -> str:
         if name and self.labels.servers.admit(name):

@@ -1,9 +1,18 @@
+# Copyright The mcp-tokens developers
+# SPDX-License-Identifier: Apache-2.0
+
 """Every OTEL_INSTRUMENTATION_MCP_TOKENS_* setting, parsed once, with its default.
 
 `Settings.load(overrides)` reads the environment; keyword arguments given to
 `McpTokensInstrumentor().instrument(...)` override it by field name. A value that does
 not parse is logged once, naming the variable, and the default is used: configuration
 mistakes must never stop the host application.
+
+A setting is one field of `Settings`, declared with `setting(default, parse, meaning)`:
+its environment variable is the prefix plus the field's name in upper case, its keyword
+the field's name, and the same declaration is its row in the settings tables of README.md,
+docs/telemetry.md and the instrumentor's docstring (`make docs` writes them; a test fails
+while they differ). Adding a setting is adding a field.
 """
 
 from __future__ import annotations
@@ -14,7 +23,8 @@ import os
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from enum import Enum
+from typing import Any, TypeVar
 
 from . import semconv
 from .engine.hosts import parse_hosts
@@ -25,8 +35,9 @@ from .engine.risk import RiskThresholds
 _logger = logging.getLogger(__name__)
 
 PREFIX = "OTEL_INSTRUMENTATION_MCP_TOKENS_"
-# Where the analysis runs (ANALYSIS): a helper process (default), or a thread of the
-# application (where child processes are unwelcome; the analysis then shares the GIL).
+# Where the analysis runs (ANALYSIS): the user's counting service, a process shared by every
+# instrumented process of the user (default), or a thread of the application (where child
+# processes are unwelcome; the analysis then shares the GIL).
 ANALYSIS_PROCESS = "process"
 ANALYSIS_THREAD = "thread"
 CAPTURE_CONTENT_ENV = "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT"
@@ -38,77 +49,13 @@ GUARD_TRUNCATE = "truncate"
 GUARD_REJECT = "reject"
 GUARD_MODES = (GUARD_OFF, GUARD_WARN, GUARD_TRUNCATE, GUARD_REJECT)
 GUARD_BUDGET_MODES = (GUARD_OFF, GUARD_TRUNCATE, GUARD_REJECT)
+# How the tables show a setting without a default value.
+UNSET = "unset"
+
+_T = TypeVar("_T")
 
 
-@dataclass(frozen=True)
-class Settings:
-    encoding: str = "o200k_base"
-    tokenizer_file: str | None = None
-    tokenizer_pattern: str | None = None
-    max_bytes: int = 32 * 1024 * 1024
-    image_model: ImageModel = ImageModel.ANTHROPIC
-    risk_thresholds: RiskThresholds = field(default_factory=RiskThresholds)
-    overhead_pattern: re.Pattern[str] | None = None
-    padding: bool = True
-    context_window: int = 200_000
-    budget_thresholds: BudgetThresholds = field(default_factory=BudgetThresholds)
-    max_scopes: int = 10_000
-    scope_idle_ttl: float = 3600.0
-    queue_size: int = 1024
-    max_label_values: int = 200
-    capture_content: bool = False
-    content_max_chars: int = 4096
-    analysis: str = ANALYSIS_PROCESS
-    guard: str = GUARD_OFF
-    guard_max_result_tokens: int = semconv.HOST_RESULT_CAP
-    # (tool name, limit) pairs; a limit of 0 lifts the limit for that tool.
-    guard_tool_limits: tuple[tuple[str, int], ...] = ()
-    guard_budget: str = GUARD_OFF
-    guard_repeat_limit: int = 0
-    guard_repeat_window: float = 60.0
-    guard_notice: str | None = None
-    # HOSTS: the hosts (engine/hosts.py) whose result limits each response is checked
-    # against, in the host's own unit (Claude tokens for claude-code, bytes and lines for
-    # codex...), off the response path; the tool count of each listing is recorded anyway.
-    hosts: tuple[str, ...] = ()
-
-    @property
-    def guard_enabled(self) -> bool:
-        """Whether any guard acts on results (everything guard-related is skipped otherwise)."""
-        return self.guard != GUARD_OFF or self.guard_budget != GUARD_OFF
-
-    @classmethod
-    def load(
-        cls, overrides: Mapping[str, Any] | None = None, environ: Mapping[str, str] | None = None
-    ) -> Settings:
-        env = os.environ if environ is None else environ
-        values: dict[str, Any] = {}
-        for setting in dataclasses.fields(cls):
-            variable = env_variable(setting.name)
-            raw = env.get(variable)
-            if raw is None or raw.strip() == "":
-                continue
-            parsed = _parse(setting.name, variable, raw)
-            if parsed is not _INVALID:
-                values[setting.name] = parsed
-        for name, value in (overrides or {}).items():
-            if name not in _PARSERS:
-                _logger.warning("mcp-tokens: unknown setting %r ignored", name)
-                continue
-            parsed = _parse(name, name, value) if isinstance(value, str) else _coerce(name, value)
-            if parsed is not _INVALID:
-                values[name] = parsed
-        return cls(**values)
-
-
-def env_variable(name: str) -> str:
-    """The environment variable of a setting (content capture uses the GenAI-wide one)."""
-    return CAPTURE_CONTENT_ENV if name == "capture_content" else PREFIX + name.upper()
-
-
-_INVALID = object()
-
-
+# --- parsers: text of an environment variable -> value; ValueError names what is wrong -----
 def _positive_int(text: str) -> int:
     value = int(text.strip())
     if value <= 0:
@@ -120,6 +67,13 @@ def _positive_float(text: str) -> float:
     value = float(text.strip())
     if not value > 0:
         raise ValueError("must be a positive number")
+    return value
+
+
+def _non_negative_int(text: str) -> int:
+    value = int(text.strip())
+    if value < 0:
+        raise ValueError("must be a non-negative integer")
     return value
 
 
@@ -136,11 +90,8 @@ def _text(text: str) -> str:
     return text.strip()
 
 
-def _analysis_mode(text: str) -> str:
-    mode = text.strip().lower()
-    if mode not in (ANALYSIS_PROCESS, ANALYSIS_THREAD):
-        raise ValueError(f"must be {ANALYSIS_PROCESS} or {ANALYSIS_THREAD}")
-    return mode
+def _image_model(text: str) -> ImageModel:
+    return ImageModel(text.strip().lower())
 
 
 def _choice(choices: tuple[str, ...]) -> Callable[[str], str]:
@@ -151,18 +102,6 @@ def _choice(choices: tuple[str, ...]) -> Callable[[str], str]:
         return value
 
     return parse
-
-
-def _non_negative_int(text: str) -> int:
-    value = int(text.strip())
-    if value < 0:
-        raise ValueError("must be a non-negative integer")
-    return value
-
-
-def _hosts(text: str) -> tuple[str, ...]:
-    """`claude-code,codex` (names from engine/hosts.py)."""
-    return parse_hosts(text.split(","))
 
 
 def _tool_limits(text: str) -> tuple[tuple[str, int], ...]:
@@ -178,33 +117,254 @@ def _tool_limits(text: str) -> tuple[tuple[str, int], ...]:
     return tuple(limits.items())
 
 
-_PARSERS: dict[str, Callable[[str], Any]] = {
-    "encoding": _text,
-    "tokenizer_file": _text,
-    "tokenizer_pattern": _text,
-    "max_bytes": _positive_int,
-    "image_model": lambda text: ImageModel(text.strip().lower()),
-    "risk_thresholds": RiskThresholds.parse,
-    "overhead_pattern": re.compile,
-    "padding": _boolean,
-    "context_window": _positive_int,
-    "budget_thresholds": BudgetThresholds.parse,
-    "max_scopes": _positive_int,
-    "scope_idle_ttl": _positive_float,
-    "queue_size": _positive_int,
-    "max_label_values": _positive_int,
-    "capture_content": _boolean,
-    "content_max_chars": _positive_int,
-    "analysis": _analysis_mode,
-    "guard": _choice(GUARD_MODES),
-    "guard_max_result_tokens": _positive_int,
-    "guard_tool_limits": _tool_limits,
-    "guard_budget": _choice(GUARD_BUDGET_MODES),
-    "guard_repeat_limit": _non_negative_int,
-    "guard_repeat_window": _positive_float,
-    "guard_notice": _text,
-    "hosts": _hosts,
-}
+def _hosts(text: str) -> tuple[str, ...]:
+    """`claude-code,codex` (names from engine/hosts.py)."""
+    return parse_hosts(text.split(","))
+
+
+def setting(
+    default: _T, parse: Callable[[str], Any], meaning: str, *, shown: str | None = None, readme: bool = False
+) -> _T:
+    """A field of `Settings`: its default, how its environment value parses, and what it
+    means, as the settings tables say it. `shown` is the default as a user would write it,
+    where the value's own text is not that; `readme` puts it in the README's short table."""
+    metadata = {"parse": parse, "meaning": meaning, "shown": shown, "readme": readme}
+    return field(default=default, metadata=metadata)
+
+
+@dataclass(frozen=True)
+class Settings:
+    encoding: str = setting(
+        "o200k_base",
+        _text,
+        "`o200k_base` or `cl100k_base` (bundled, offline); `claude-<version>` (`claude-3`, `claude-4.7`; "
+        "`claude`: the latest) counts Claude's tokens, exact with the `claude` extra, else estimated; "
+        "with `TOKENIZER_FILE`, the name reported as `mcp_tokens.encoding`",
+        readme=True,
+    )
+    tokenizer_file: str | None = setting(
+        None,
+        _text,
+        "a tiktoken BPE file (`base64 rank` lines) or a HuggingFace `tokenizer.json` "
+        "(needs the `tokenizers` package, extra `huggingface`)",
+        readme=True,
+    )
+    tokenizer_pattern: str | None = setting(
+        None,
+        _text,
+        "for a tiktoken BPE file: the family whose split pattern and special tokens to use "
+        "(`o200k`, `cl100k`, `llama3`)",
+    )
+    max_bytes: int = setting(
+        32 * 1024 * 1024,
+        _positive_int,
+        "payloads above this many UTF-8 bytes are estimated (flagged `exact=false`)",
+    )
+    image_model: ImageModel = setting(
+        ImageModel.ANTHROPIC, _image_model, "image token formula: `anthropic`, `openai`, `gemini`"
+    )
+    risk_thresholds: RiskThresholds = setting(
+        RiskThresholds(),
+        RiskThresholds.parse,
+        "upper bounds of the low, medium and high tiers",
+        shown="1000,4000,8000",
+        readme=True,
+    )
+    overhead_pattern: re.Pattern[str] | None = setting(
+        None, re.compile, "a Python regex marking overhead blocks (searched in each block's first 64 KiB)"
+    )
+    padding: bool = setting(True, _boolean, "run the padding detectors")
+    context_window: int = setting(
+        200_000, _positive_int, "the context window of a budget scope, in tokens", readme=True
+    )
+    budget_thresholds: BudgetThresholds = setting(
+        BudgetThresholds(),
+        BudgetThresholds.parse,
+        "utilisation at which a scope reaches `warning` and `critical`",
+        shown="0.75,0.90",
+    )
+    max_scopes: int = setting(10_000, _positive_int, "budget scopes kept (least recently used are dropped)")
+    scope_idle_ttl: float = setting(3600.0, _positive_float, "seconds after which an idle scope is dropped")
+    queue_size: int = setting(
+        1024,
+        _positive_int,
+        "exchanges held for counting (queued, or at the counter); beyond it they are estimated from "
+        "their length (`overload`)",
+    )
+    span_wait: float = setting(
+        1.0,
+        _positive_float,
+        "seconds after its call a span may wait for its exact count before it ends with an estimate "
+        "(`mcp_tokens.skipped=late`; the exact count still reaches the metrics)",
+    )
+    max_label_values: int = setting(
+        200, _positive_int, "distinct tool and prompt names per server before `_OTHER`", readme=True
+    )
+    capture_content: bool = setting(
+        False, _boolean, "record tool arguments and results on spans", readme=True
+    )
+    content_max_chars: int = setting(4096, _positive_int, "truncation of captured content, in characters")
+    analysis: str = setting(
+        ANALYSIS_PROCESS,
+        _choice((ANALYSIS_PROCESS, ANALYSIS_THREAD)),
+        "where the analysis runs: `process` (the user's counting service, shared by every "
+        "instrumented process of the user) or `thread` (a thread of the application, sharing its GIL)",
+        readme=True,
+    )
+    counter_dir: str | None = setting(
+        None,
+        _text,
+        "the directory of the counting service's sockets (unset: `$XDG_RUNTIME_DIR/mcp-tokens`, else "
+        "`mcp-tokens-<uid>` in the temporary directory), created if missing and used only if it is the "
+        "user's and no one else can open it",
+    )
+    counter_processes: int = setting(
+        0,
+        _non_negative_int,
+        "the counting service's counting processes (0: one per two cores, at most four)",
+    )
+    counter_idle_timeout: float = setting(
+        300.0,
+        _positive_float,
+        "seconds a counting process, and then the counting service, stays once its last client has gone",
+    )
+    guard: str = setting(
+        GUARD_OFF,
+        _choice(GUARD_MODES),
+        "`off`, `warn`, `truncate` or `reject`: what happens to a tool result or resource read "
+        "over its limit (docs/guardrails.md)",
+        readme=True,
+    )
+    guard_max_result_tokens: int = setting(
+        semconv.HOST_RESULT_CAP,
+        _positive_int,
+        "the guard's limit of every tool result and resource read, in tokens (Claude Code's default cap)",
+    )
+    # (tool name, limit) pairs; a limit of 0 lifts the limit for that tool.
+    guard_tool_limits: tuple[tuple[str, int], ...] = setting(
+        (),
+        _tool_limits,
+        "`name=tokens,...`: per-tool limits replacing `GUARD_MAX_RESULT_TOKENS` for those tools "
+        "(0: no limit); as a keyword, also a dict",
+    )
+    guard_budget: str = setting(
+        GUARD_OFF,
+        _choice(GUARD_BUDGET_MODES),
+        "`off`, `truncate` or `reject`: a result that would take its budget scope past the context "
+        "window gets what is left, or is refused",
+    )
+    guard_repeat_limit: int = setting(
+        0,
+        _non_negative_int,
+        "more calls than this of the same tool with the same arguments within the window, in one "
+        "scope: the `GUARD` mode applies to the rest (0: off)",
+    )
+    guard_repeat_window: float = setting(60.0, _positive_float, "the repeat limit's window, in seconds")
+    guard_notice: str | None = setting(
+        None,
+        _text,
+        "the guard's notice text (unset: the built-in one), with `{tool}` (or the resource URI), "
+        "`{original_tokens}`, `{delivered_tokens}`, `{limit}`; other braces stay as written",
+    )
+    # Checked off the response path, in each host's own unit (Claude tokens for claude-code,
+    # bytes and lines for codex...); the tool count of each listing is recorded anyway.
+    hosts: tuple[str, ...] = setting(
+        (),
+        _hosts,
+        "`claude-code,codex,...`: hosts whose limits each response and listing is checked against "
+        "(`claude-code`, `codex`, `copilot-cli`, `vscode`, `cursor`, `windsurf`, `gemini`); as a "
+        "keyword, also a list",
+        readme=True,
+    )
+
+    @property
+    def counting_processes(self) -> int:
+        if self.counter_processes > 0:
+            return self.counter_processes
+        return max(1, min(4, (os.cpu_count() or 1) // 2))
+
+    @property
+    def guard_enabled(self) -> bool:
+        """Whether any guard acts on results (everything guard-related is skipped otherwise)."""
+        return self.guard != GUARD_OFF or self.guard_budget != GUARD_OFF
+
+    @classmethod
+    def load(
+        cls, overrides: Mapping[str, Any] | None = None, environ: Mapping[str, str] | None = None
+    ) -> Settings:
+        env = os.environ if environ is None else environ
+        values: dict[str, Any] = {}
+        for name in _FIELDS:
+            variable = env_variable(name)
+            raw = env.get(variable)
+            if raw is None or raw.strip() == "":
+                continue
+            parsed = _parse(name, variable, raw)
+            if parsed is not _INVALID:
+                values[name] = parsed
+        for name, value in (overrides or {}).items():
+            if name not in _FIELDS:
+                _logger.warning("mcp-tokens: unknown setting %r ignored", name)
+                continue
+            parsed = _parse(name, name, value) if isinstance(value, str) else _coerce(name, value)
+            if parsed is not _INVALID:
+                values[name] = parsed
+        return cls(**values)
+
+
+_FIELDS: dict[str, dataclasses.Field[Any]] = {item.name: item for item in dataclasses.fields(Settings)}
+
+
+def env_variable(name: str) -> str:
+    """The environment variable of a setting (content capture uses the GenAI-wide one)."""
+    return CAPTURE_CONTENT_ENV if name == "capture_content" else PREFIX + name.upper()
+
+
+@dataclass(frozen=True)
+class SettingDoc:
+    """A setting as the tables show it."""
+
+    name: str
+    variable: str
+    # The default as a user would write it, or UNSET.
+    default: str
+    meaning: str
+    in_readme: bool
+
+
+def documented_settings() -> tuple[SettingDoc, ...]:
+    """Every setting, in declaration order, for the generated settings tables."""
+    return tuple(
+        SettingDoc(
+            name=name,
+            variable=env_variable(name),
+            default=item.metadata["shown"] or _shown(item.default),
+            meaning=item.metadata["meaning"],
+            in_readme=item.metadata["readme"],
+        )
+        for name, item in _FIELDS.items()
+    )
+
+
+def parse_setting(name: str, text: str) -> Any:
+    """The value of setting `name` for this environment text; raises ValueError (or
+    re.error) naming what is wrong."""
+    return _FIELDS[name].metadata["parse"](text)
+
+
+def _shown(value: object) -> str:
+    if value is None or value == ():
+        return UNSET
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, Enum):
+        return str(value.value)
+    if isinstance(value, float) and value.is_integer():
+        return str(int(value))
+    return str(value)
+
+
+_INVALID = object()
 
 
 def _coerce(name: str, value: Any) -> Any:
@@ -227,7 +387,7 @@ def _coerce(name: str, value: Any) -> Any:
 
 def _parse(name: str, source: str, raw: str) -> Any:
     try:
-        return _PARSERS[name](raw)
+        return parse_setting(name, raw)
     except (ValueError, re.error) as exc:
         _logger.warning("mcp-tokens: ignoring %s=%r (%s); using the default", source, raw, exc)
         return _INVALID

@@ -1,9 +1,10 @@
+# Copyright The mcp-tokens developers
+# SPDX-License-Identifier: Apache-2.0
+
 """One MCP request/response pair as a patch saw it: the facts handed to the pipeline.
 
-Patches stay thin: they fill an `Exchange` with references to the wire JSON (never
-copies, never counted on the caller's path) and submit it; everything else happens on
-the analysis worker. An exchange created for an operation that is starting counts as in
-flight (inflight.py) until `finish()`.
+Patches fill an `Exchange` with references to the wire JSON (never copies, never counted
+on the caller's path) and submit it; everything else happens on the analysis worker.
 """
 
 from __future__ import annotations
@@ -16,7 +17,6 @@ from opentelemetry.trace import Span
 from opentelemetry.util.types import AttributeValue
 
 from . import semconv
-from .inflight import IN_FLIGHT
 from .scope import BudgetRef
 
 
@@ -64,26 +64,15 @@ class Exchange:
     # measures a request on its sender as a client operation, so a server's own
     # sampling/createMessage request is CLIENT here (and the client's answer SERVER).
     operation_side: Side | None = None
-    # The peer runs in this process and is handed the response with no transport between
-    # them (mcp 2.x's in-memory dispatch).
-    in_process: bool = False
-
-    def __post_init__(self) -> None:
-        # Created before its response: an operation starts (and is in flight until finish()).
-        if not self.end_ns and self.response is None:
-            IN_FLIGHT.add(self)
+    # About how many characters the payloads' strings hold, set when submitted (None: no
+    # payload to count): the queue's memory bound, and the length an estimate is made from.
+    request_chars: int | None = None
+    response_chars: int | None = None
 
     def finish(self, response: object = None, error_type: str | None = None) -> None:
         self.end_ns = time.time_ns()
         self.response = response
         self.error_type = error_type
-        IN_FLIGHT.discard(self)
-
-    @property
-    def response_crosses_transport(self) -> bool:
-        """Whether the response still travels after it completed here: this process answers
-        the request (the operation's server), and its peer is in another process."""
-        return (self.operation_side or self.side) is Side.SERVER and not self.in_process
 
     @property
     def duration_s(self) -> float:

@@ -1,3 +1,6 @@
+# Copyright The mcp-tokens developers
+# SPDX-License-Identifier: Apache-2.0
+
 """Bounded metric label values, whatever a peer sends.
 
 Tool and prompt names come from the peer (a client can call any name; a server can list

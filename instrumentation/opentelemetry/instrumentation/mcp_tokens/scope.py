@@ -1,3 +1,6 @@
+# Copyright The mcp-tokens developers
+# SPDX-License-Identifier: Apache-2.0
+
 """Budget scopes: which context window an MCP exchange is charged to.
 
 The context window belongs to the agent. By default each ClientSession is its own scope;

@@ -1,3 +1,6 @@
+# Copyright The mcp-tokens developers
+# SPDX-License-Identifier: Apache-2.0
+
 """Attribute and metric names, units and bucket boundaries: the telemetry contract.
 
 The MCP semantic conventions (status Development) moved to the GenAI repository and the
@@ -74,13 +77,16 @@ DIRECTION: Final = "mcp_tokens.direction"
 SERVER_NAME: Final = "mcp_tokens.server.name"
 OVERHEAD_KIND: Final = "mcp_tokens.overhead.kind"
 SKIP_REASON: Final = "mcp_tokens.skip.reason"
-# Values of SKIP_REASON: why a payload was estimated or not analysed at all.
-SKIP_OVERLOAD: Final = "overload"  # the analysis queue was full, or the findings never came back
-SKIP_BACKLOG: Final = "backlog"  # estimated: exact counting had fallen behind
-SKIP_OVER_MAX_BYTES: Final = "over_max_bytes"  # estimated: larger than MAX_BYTES
-SKIP_NO_TOKENIZER: Final = "no_exact_tokenizer"  # estimated: the exact tokenizer did not load
-SKIP_ERROR: Final = "analysis_error"  # the analysis failed, or its helper exited with it
-SKIP_SHUTDOWN: Final = "shutdown"  # still queued when the instrumentation stopped
+# Values of SKIP_REASON: why a payload was estimated instead of counted exactly.
+SKIP_OVERLOAD: Final = "overload"  # from its length: the queue for the counter was full
+SKIP_BACKLOG: Final = "backlog"  # content-aware: exact counting had fallen behind
+SKIP_OVER_MAX_BYTES: Final = "over_max_bytes"  # content-aware: larger than MAX_BYTES
+SKIP_NO_TOKENIZER: Final = "no_exact_tokenizer"  # content-aware: the exact tokenizer did not load
+SKIP_ERROR: Final = "analysis_error"  # from its length: the analysis failed, or its service went away
+SKIP_SHUTDOWN: Final = "shutdown"  # from its length: not counted when the instrumentation stopped
+# On spans only (TOKENS_SKIPPED): the span ended with an estimate before the exact count came
+# back, which still reaches the metrics.
+SPAN_LATE: Final = "late"
 
 GUARD_ACTION: Final = "mcp_tokens.guard.action"
 GUARD_REASON: Final = "mcp_tokens.guard.reason"

@@ -1,3 +1,6 @@
+# Copyright The mcp-tokens developers
+# SPDX-License-Identifier: Apache-2.0
+
 """Creates the instruments once and records an analysed exchange onto its span and metrics.
 
 Histograms are the SDK's synchronous instruments. Counters and the definition gauge are
@@ -11,6 +14,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from opentelemetry.metrics import CallbackOptions, Meter, Observation
@@ -18,6 +22,7 @@ from opentelemetry.trace import Span
 from opentelemetry.util.types import AttributeValue
 
 from . import semconv
+from .engine.risk import RiskThresholds
 from .exchange import Exchange, Side
 from .labels import clean_text
 
@@ -25,6 +30,21 @@ if TYPE_CHECKING:  # the analysis is imported at the first exchange (worker.open
     from .analyst import Findings
     from .engine.analysis import Analysis
     from .engine.ledger import BudgetSnapshot
+
+# The encoding label of estimated payloads, as the content-aware estimate names itself.
+ESTIMATE_ENCODING = "estimate"
+
+
+@dataclass(frozen=True)
+class Estimate:
+    """An exchange's tokens estimated from its payloads' length (None: no such payload)."""
+
+    server: str
+    target: str
+    request: int | None
+    response: int | None
+    risk: RiskThresholds
+
 
 _Key = tuple[tuple[str, AttributeValue], ...]
 
@@ -214,7 +234,7 @@ class Recorder:
 
     def record_findings(self, exchange: Exchange, findings: Findings, send_s: float = 0.0) -> None:
         """The token metrics of an analysed exchange (`send_s`: this process's share of the
-        analysis' CPU time, encoding the payloads for the helper)."""
+        analysis' CPU time, encoding the payloads for the counting service)."""
         side = exchange.side.value
         base: dict[str, AttributeValue] = {
             semconv.SIDE: side,
@@ -243,6 +263,30 @@ class Recorder:
         self._instruments.analysis_duration.record(
             findings.analysis_s + send_s, {semconv.SIDE: side, semconv.MCP_METHOD_NAME: exchange.method}
         )
+
+    def record_estimate(self, exchange: Exchange, estimate: Estimate, reason: str) -> None:
+        """The token metrics of an exchange that could not be counted: its estimated tokens,
+        and one `analysis.skipped` per payload, with the reason."""
+        base: dict[str, AttributeValue] = {
+            semconv.SIDE: exchange.side.value,
+            semconv.MCP_METHOD_NAME: exchange.method,
+            semconv.SERVER_NAME: estimate.server,
+            semconv.TOKENS_ENCODING: ESTIMATE_ENCODING,
+        }
+        if estimate.target:
+            base[semconv.target_attribute(exchange.method)] = estimate.target
+        for direction, tokens in (
+            (semconv.DIRECTION_REQUEST, estimate.request),
+            (semconv.DIRECTION_RESPONSE, estimate.response),
+        ):
+            if tokens is None:
+                continue
+            attributes = {**base, semconv.DIRECTION: direction}
+            self._instruments.payload.record(tokens, attributes)
+            if direction == semconv.DIRECTION_RESPONSE:
+                risk = estimate.risk.classify(tokens).value
+                self._instruments.responses.add(1, {**attributes, semconv.TOKENS_RISK: risk})
+            self.record_skip(exchange, reason)
 
     def _record_definitions(self, side: str, server: str, definitions: dict[str, int]) -> None:
         # A gauge series cannot be deleted: a tool that left the listing is set to 0 so the
@@ -284,6 +328,21 @@ class Recorder:
             )
 
     # --- spans --------------------------------------------------------------------------
+    def annotate_span_estimate(self, span: Span, estimate: Estimate, reason: str) -> None:
+        if not span.is_recording():
+            return
+        attributes: dict[str, AttributeValue] = {
+            semconv.TOKENS_ENCODING: ESTIMATE_ENCODING,
+            semconv.TOKENS_EXACT: False,
+            semconv.TOKENS_SKIPPED: reason,
+        }
+        if estimate.request is not None:
+            attributes[semconv.TOKENS_REQUEST] = estimate.request
+        if estimate.response is not None:
+            attributes[semconv.TOKENS_RESPONSE] = estimate.response
+            attributes[semconv.TOKENS_RISK] = estimate.risk.classify(estimate.response).value
+        span.set_attributes(attributes)
+
     def annotate_span(self, span: Span, findings: Findings) -> None:
         if not span.is_recording():
             return

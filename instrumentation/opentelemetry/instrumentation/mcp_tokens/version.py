@@ -1,1 +1,4 @@
+# Copyright The mcp-tokens developers
+# SPDX-License-Identifier: Apache-2.0
+
 __version__ = "0.1.0"

@@ -1,31 +1,22 @@
-"""The instrumented process's side of the analysis: a bounded queue and one thread.
+# Copyright The mcp-tokens developers
+# SPDX-License-Identifier: Apache-2.0
 
-`submit()` runs on the caller's path: it never blocks and never raises. It appends the
-finished exchange to a queue bounded by count (`QUEUE_SIZE`) and by the characters its
-payloads hold (`Pacing.queue_chars`, queued and in analysis together); past either bound
-the exchange goes to `on_skip` (`overload`): under overload we drop analyses rather than
-slow the application down or grow memory. The first exchange starts the thread
-(`mcp-tokens-analysis`), and the thread starts the analysis: a helper process
-(helper_link.py) or, where none can run, the analysis on this thread (thread_link.py).
+"""The instrumented process's side of counting: a bounded queue and one thread.
 
-The heavy work is the helper's; what is left here (encoding payloads for it, recording the
-findings on spans and metrics) still needs the GIL, and every time the worker takes it
-while a call runs, the call waits. So the worker keeps out of the way (knobs: pacing.py):
-- it sleeps while there is nothing to do, woken by the first exchange after a quiet spell;
-- it works in rounds (`round_s` apart, `round_budget_s` of CPU each), and only once no MCP
-  operation of the process is in flight and the last response path is likely over
-  (inflight.py), stopping between two steps when a call starts: a burst of calls is
-  handled after it. It waits so for up to `max_lag_s` after the oldest response in hand,
-  and not at all once its queue is half full;
-- under sustained load (calls in flight and nothing left to wait) its rounds use at most
-  `busy_round_budget_s`, `busy_round_s` apart and `busy_ratio` times the CPU the last one
-  used, and it hands the GIL over every `slice_s` (gil.py);
-- a payload of many values, which holds the GIL while it is freed, is freed in a round
-  without calls in flight;
-- findings that do not come back within `answer_within_s` are given up (`overload`);
-- if the helper exits, what it held is counted as failed (`analysis_error`) and a new one
-  starts after a pause that doubles with each failure; a helper that cannot start, or
-  dies before it is ready, is replaced by the analysis on this thread.
+`submit()` runs on the caller's path and never blocks or raises: it queues the finished
+exchange, within `QUEUE_SIZE` exchanges (queued, or at the counter) and
+`Options.queue_chars` payload characters held here. Past either the exchange is not lost:
+the sink records it at once with an estimate from its length (`overload`).
+
+The first exchange starts the thread (`mcp-tokens-analysis`). It connects to the user's
+counting service (counting/; started if none runs) and in rounds at least `linger_s` apart
+sends the queued exchanges, hands the findings that came back to the sink, and ends with
+an estimate each span that waited `SPAN_WAIT` (its exact count still reaches the metrics).
+Between rounds it sleeps on the service's socket and a wake-up socket.
+
+If the service goes away, what it held is estimated (`analysis_error`) and a service is
+started again at once, then after pauses that double. Where none can run at all, the
+analysis runs on this thread (thread_link.py), as with `ANALYSIS=thread`.
 """
 
 from __future__ import annotations
@@ -33,413 +24,349 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
+import select
+import socket
 import threading
 import time
 import weakref
 from collections import OrderedDict, deque
-from collections.abc import Callable, Iterator
-from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Protocol
 
 from . import semconv
 from .config import ANALYSIS_PROCESS, ANALYSIS_THREAD, Settings
+from .counting.options import OPTIONS, Options
 from .engine.blocks import payload_chars
 from .exchange import Exchange
-from .gil import needs_slicing, yield_gil
-from .inflight import IN_FLIGHT
-from .link import Link, LinkClosed
-from .pacing import PACING, Pacing
 
 if TYPE_CHECKING:
     from .analyst import AnalystStatus, Findings
 
 _logger = logging.getLogger(__name__)
 
-LinkFactory = Callable[[Settings, Pacing, str], Link]
+START_TIMEOUT_S = 10.0  # for a service to start and answer
+_MAX_RESTART_PAUSE_S = 60.0
 
 
-def open_link(settings: Settings, pacing: Pacing, mode: str) -> Link:
-    """Start the analysis: on the worker's thread, at the first exchange. Its modules (the
-    channel, the analyst, the engine and the tokenizer) are imported here, so that a
-    process that never sees an MCP message never loads them."""
+class Link(Protocol):
+    """The way to the analysis: the counting service (counting/client.py) or `ThreadLink`."""
+
+    status: AnalystStatus | None  # set once its tokenizer is loaded
+
+    @property
+    def unsent(self) -> int: ...  # bytes not yet taken
+
+    def send(self, exchange: Exchange, seq: int, behind: bool) -> None: ...
+
+    def flush(self) -> None: ...
+
+    def receive(self) -> list[Findings]: ...  # raises LinkClosed at its end
+
+    def fileno(self) -> int | None: ...
+
+    def close(self) -> None: ...
+
+
+class Sink(Protocol):
+    """Where exchanges end up (the pipeline): `record` or `estimate`, once each."""
+
+    def record(self, exchange: Exchange, findings: Findings, send_s: float) -> None: ...
+
+    def estimate(self, exchange: Exchange, reason: str) -> None: ...
+
+    def end_span_late(self, exchange: Exchange) -> None: ...
+
+
+LinkFactory = Callable[[Settings, Options, str, Callable[[], None]], Link]
+
+
+def open_link(settings: Settings, options: Options, mode: str, pause: Callable[[], None]) -> Link:
+    # Imported here, at the first exchange: a process that never speaks MCP never loads them.
     if mode == ANALYSIS_PROCESS:
-        from .helper_link import ProcessLink  # noqa: PLC0415 -- the analysis loads at the first exchange
+        from .counting.client import ServiceLink  # noqa: PLC0415
 
-        return ProcessLink(settings, pacing)
-    from .thread_link import ThreadLink  # noqa: PLC0415 -- the analysis loads at the first exchange
+        return ServiceLink(settings, options, START_TIMEOUT_S)
+    from .thread_link import ThreadLink  # noqa: PLC0415
 
-    return ThreadLink(settings, pacing)
-
-
-@dataclass
-class _Sent:
-    """An exchange handed to the analysis, until its findings come back."""
-
-    exchange: Exchange
-    weight: int
-    steps: Iterator[bool]  # its sending, a step at a time
-    many_values: bool  # its payloads are freed in a quiet round (`_let_go`)
-    sent_at: float = 0.0  # time.monotonic() once completely sent
-    send_s: float = 0.0  # CPU time spent encoding and sending it
+    return ThreadLink(settings, pause)
 
 
 class AnalysisWorker:
     def __init__(
         self,
         settings: Settings,
-        on_findings: Callable[[Exchange, Findings, float], None],
-        on_skip: Callable[[Exchange, str], None],
+        sink: Sink,
         *,
-        pacing: Pacing = PACING,
+        options: Options = OPTIONS,
         link_factory: LinkFactory = open_link,
     ) -> None:
         self._settings = settings
-        self._pacing = pacing
-        self._on_findings = on_findings
-        self._on_skip = on_skip
+        self._sink = sink
+        self._options = options
         self._link_factory = link_factory
         self._mode = settings.analysis
-        self._stopping = False
         self._reset_state()
         _WORKERS.add(self)
 
     def _reset_state(self) -> None:
         self._condition = threading.Condition()
-        self._queue: deque[tuple[Exchange, int]] = deque()
-        self._sent: OrderedDict[int, _Sent] = OrderedDict()
-        self._sending: _Sent | None = None
-        self._arrived: deque[Findings] = deque()
-        # Payloads of many values left to free: (time.monotonic() when kept, request, response).
-        self._kept: deque[tuple[float, object, object]] = deque()
-        self._pending_chars = 0
+        self._queued: deque[Exchange] = deque()
+        self._sent: OrderedDict[int, tuple[Exchange, float]] = OrderedDict()  # seq -> (it, CPU to send)
+        self._open_spans: deque[tuple[int, Exchange]] = deque()  # (deadline ns, exchange)
+        self._held_chars = 0  # payload characters queued
+        self._unsent = 0  # bytes the link has not handed over
         self._next_seq = 0
-        self._idle = True
-        self._in_round = False
-        self._sustained_round = False
+        self._stopping = self._asleep = self._linked = False
         self._thread: threading.Thread | None = None
+        self._wake: tuple[socket.socket, socket.socket] | None = None
         self._link: Link | None = None
-        self._link_full = False
         self._failures = 0
-        self._retry_at = 0.0
+        self._retry_at = self._round_at = 0.0
+        self._gil_since = time.perf_counter()
         self._ready = threading.Event()
         self.status: AnalystStatus | None = None
 
     # --- the caller's side ----------------------------------------------------------------
     def submit(self, exchange: Exchange) -> None:
-        handled = False  # queued, or handed to on_skip: exactly one of the two, once
+        queued = False
         try:
-            IN_FLIGHT.discard(exchange)  # over, even if a path never called finish()
-            weight = payload_chars(exchange.request) + payload_chars(exchange.response)
-            IN_FLIGHT.settling(self._pacing.settle_seconds(weight, exchange.response_crosses_transport))
+            exchange.request_chars = _chars(exchange.request_kind, exchange.request)
+            exchange.response_chars = _chars(exchange.response_kind, exchange.response)
+            weight = (exchange.request_chars or 0) + (exchange.response_chars or 0)
             with self._condition:
-                accepted = (
+                if (
                     not self._stopping
-                    and len(self._queue) + len(self._sent) < self._settings.queue_size
-                    and self._pending_chars + weight <= self._pacing.queue_chars
-                )
-                if accepted:
-                    self._wake()  # raises where no thread can start: the exchange is skipped
-                    self._queue.append((exchange, weight))
-                    handled = True
-                    self._pending_chars += weight
-            if not accepted:
-                handled = True
-                self._on_skip(exchange, semconv.SKIP_OVERLOAD)
+                    and len(self._queued) + len(self._sent) < self._settings.queue_size
+                    and self._held_chars + self._unsent + weight <= self._options.queue_chars
+                ):
+                    self._start_or_wake()  # raises where no thread can start
+                    self._queued.append(exchange)
+                    self._held_chars += weight
+                    queued = True
+                    if exchange.span is not None and exchange.end_span:
+                        wait_ns = int(self._settings.span_wait * 1e9)
+                        self._open_spans.append(((exchange.end_ns or time.time_ns()) + wait_ns, exchange))
         except Exception:  # the caller's MCP call must never see our failure
             _logger.debug("mcp-tokens could not queue an exchange", exc_info=True)
-            if not handled:
-                self._skip_quietly(exchange, semconv.SKIP_OVERLOAD)
+        if not queued:
+            self._estimate(exchange, semconv.SKIP_OVERLOAD)
 
-    def _wake(self) -> None:
-        """Start the thread on the first exchange (in a forked child too), or wake it."""
+    def _start_or_wake(self) -> None:
         if self._thread is None:
-            thread = threading.Thread(target=self._run, name="mcp-tokens-analysis", daemon=True)
-            thread.start()
-            self._thread = thread
-        elif self._idle:
-            self._condition.notify()
+            self._wake = socket.socketpair()
+            for end in self._wake:
+                end.setblocking(False)
+            self._thread = threading.Thread(target=self._run, name="mcp-tokens-analysis", daemon=True)
+            self._thread.start()
+        elif self._asleep and self._wake is not None:
+            self._asleep = False
+            with contextlib.suppress(OSError):  # full: a wake-up is pending anyway
+                self._wake[1].send(b"\0")
 
     def wait_ready(self, timeout: float | None = None) -> bool:
-        """Start the analysis if no exchange has, and wait until its tokenizer is loaded
-        (tests and benchmarks); whether it is."""
+        """Start counting if no exchange has, and wait for its tokenizer (tests, benchmarks)."""
         with self._condition:
             if not self._stopping:
-                self._wake()
+                self._start_or_wake()
         return self._ready.wait(timeout)
 
     def force_flush(self, timeout: float | None = None) -> bool:
-        """Wait until every submitted exchange has been recorded or skipped; False when
-        `timeout` (seconds) passed first."""
+        """Wait until every submitted exchange is recorded; False when `timeout` passed first."""
         deadline = None if timeout is None else time.monotonic() + timeout
         with self._condition:
-            while self._has_work():
-                remaining = None if deadline is None else deadline - time.monotonic()
-                if remaining is not None and remaining <= 0:
+            while self._queued or self._sent:
+                remaining = 0.05 if deadline is None else min(0.05, deadline - time.monotonic())
+                if remaining <= 0:
                     return False
-                self._condition.wait(0.05 if remaining is None else min(remaining, 0.05))
+                self._condition.wait(remaining)
         return True
 
     def shutdown(self, timeout: float = 5.0) -> None:
-        """Record what is in hand (up to `timeout` seconds), then stop: leftovers are skipped
-        (`shutdown`), the analysis is closed. Later exchanges are skipped."""
+        """Record what comes back within `timeout` seconds, then stop: what is left is
+        estimated (`shutdown`), and so is every later exchange."""
         self.force_flush(timeout)
         with self._condition:
-            self._stopping = True
-            leftovers = [exchange for exchange, _ in self._queue]
-            self._queue.clear()
-            self._condition.notify_all()
+            self._stopping = self._asleep = True
             thread = self._thread
-        for exchange in leftovers:
-            self._skip_quietly(exchange, semconv.SKIP_SHUTDOWN)
+            if thread is not None:
+                self._start_or_wake()
         if thread is not None and thread is not threading.current_thread():
             thread.join(timeout)
 
     @property
     def mode(self) -> str:
-        """Where the analysis runs: in a helper process, or on a thread."""
+        """Where the analysis runs: the counting service (`process`) or this thread."""
         return self._mode
 
     # --- the worker thread ----------------------------------------------------------------
-    def _has_work(self) -> bool:
-        # A round may hold an exchange taken from the queue or the sent ones and not
-        # recorded yet (its span not ended): force_flush() waits for the round too.
-        pending = self._queue or self._sent or self._sending or self._arrived or self._kept
-        return bool(self._in_round or pending)
-
     def _run(self) -> None:
-        used = 0.0
         try:
-            while self._next_round():
-                self._pause_before_round(used)
-                started = time.thread_time()
-                with self._condition:
-                    self._in_round = True
-                try:
-                    self._round(started)
-                except Exception:
-                    _logger.debug("mcp-tokens analysis round failed", exc_info=True)
-                finally:
-                    with self._condition:
-                        self._in_round = False
-                        self._condition.notify_all()
-                used = time.thread_time() - started
+            while not self._stopping:
+                link = self._current_link()
+                self._sleep(link)
+                self._end_late_spans()
+                if link is not None and not self._stopping:
+                    try:
+                        self._take_findings(link)
+                        self._send(link)
+                        if link.fileno() is None:  # a link on this thread answers as it is sent
+                            self._take_findings(link)
+                    except Exception as exc:  # a closed link, or a fault of ours: the same remedy
+                        self._lose_link(link, str(exc) or type(exc).__name__)
         finally:
-            self._give_up(semconv.SKIP_SHUTDOWN)
-            # On this thread: a helper is told of its parent's death through the thread
-            # that started it (helper.py), so that thread closes it.
-            self._close_link()
+            with self._condition:
+                left = [*self._queued, *(exchange for exchange, _ in self._sent.values())]
+            for exchange in left:
+                self._estimate(exchange, semconv.SKIP_SHUTDOWN)
+            with self._condition:
+                self._queued.clear()
+                self._sent.clear()
+                self._condition.notify_all()
+            if self._link is not None:
+                with contextlib.suppress(Exception):
+                    self._link.close()
 
-    def _next_round(self) -> bool:
-        """Sleep while there is nothing to do; False once stopping. Until the analysis is
-        ready, rounds go on: its first message is read in one."""
+    def _sleep(self, link: Link | None) -> None:
+        """Until findings, an exchange, room in the socket or a deadline; then at least until
+        `linger_s` after the last round, so that what arrives meanwhile joins this one."""
         with self._condition:
-            while not self._stopping and not self._has_work() and self._ready.is_set():
-                self._idle = True
-                self._condition.notify_all()  # force_flush() waiters
-                self._condition.wait()
-            self._idle = False
-            return not self._stopping
+            self._condition.notify_all()  # force_flush() waiters
+            timeout = self._timeout(link)
+            self._asleep = timeout != 0
+        fd = None if link is None else link.fileno()
+        if timeout != 0 and self._wake is not None:
+            readers = [self._wake[0].fileno(), *([fd] if fd is not None else [])]
+            with contextlib.suppress(OSError, ValueError):
+                select.select(readers, [fd] if fd is not None and self._unsent else [], [], timeout)
+            with contextlib.suppress(OSError):
+                while self._wake[0].recv(256):
+                    pass
+        self._asleep = False
+        linger = self._round_at + self._options.linger_s - time.monotonic()
+        if linger > 0 and not self._stopping:
+            time.sleep(linger)
+        self._round_at = time.monotonic()
 
-    def _pause_before_round(self, used: float) -> None:
-        pacing = self._pacing
-        spacing = pacing.busy_round_s if self._sustained() else pacing.round_s
-        time.sleep(max(spacing, pacing.busy_ratio * used))
-        link = self._link
-        if link is None:  # waiting to start (or restart) the analysis
-            time.sleep(max(0.0, min(self._retry_at - time.monotonic(), 1.0)))
-            return
-        if self._link_full or not (self._queue or self._sending or self._arrived):
-            # Only answers to wait for (or a full pipe, which the helper empties before it
-            # answers): wake when they come, not every round.
-            link.wait(pacing.await_s)
-        deferral = self._deferral_s()
-        if deferral > 0:
-            IN_FLIGHT.wait_until_quiet(deferral)
-
-    def _deferral_s(self) -> float:
-        """How much longer the work in hand may wait for calls in flight: until `max_lag_s`
-        after the oldest pending response, and not at all with the queue half full
-        (waiting would fill it). 0 or less: work alongside the calls."""
-        with self._condition:
-            if 2 * (len(self._queue) + len(self._sent)) >= self._settings.queue_size:
-                return 0.0
-            oldest = self._queue[0][0].end_ns if self._queue else 0
-            if self._sent:
-                first = next(iter(self._sent.values())).exchange.end_ns
-                oldest = min(oldest, first) if oldest else first
-        if not oldest:
-            return self._pacing.max_lag_s
-        return self._pacing.max_lag_s - (time.time_ns() - oldest) / 1e9
-
-    def _sustained(self) -> bool:
-        """Calls are in flight and the work in hand may not wait for them any longer. A
-        backlog with no call in flight is handled at the quiet pace."""
-        return self._deferral_s() <= 0 and IN_FLIGHT.busy()
-
-    def _round(self, started: float) -> None:
-        link = self._current_link()
+    def _timeout(self, link: Link | None) -> float | None:
+        if self._stopping or (self._queued and link is not None):
+            return 0
+        deadlines = []
         if link is None:
-            return
-        self._sustained_round = self._sustained()
-        try:
-            self._arrived.extend(link.receive())
-            self._note_status(link)
-            self._handle_arrived(started)
-            self._link_full = not (self._send(link, started) and link.flush())
-            self._release_kept(started)
-        except LinkClosed as exc:
-            self._lose_link(link, str(exc))
-        # Findings that do not come back (a helper starved of CPU, or stuck) are given up.
-        self._give_up(semconv.SKIP_OVERLOAD, sent_before=time.monotonic() - self._pacing.answer_within_s)
+            deadlines.append(self._retry_at - time.monotonic())
+        elif link.status is None:
+            deadlines.append(self._options.linger_s)  # a tokenizer loading on this process's thread
+        if self._open_spans:
+            deadlines.append((self._open_spans[0][0] - time.time_ns()) / 1e9)
+        return max(0.0, min(deadlines)) if deadlines else None
 
-    def _may_go_on(self, started: float) -> bool:
-        """Within the round's CPU budget and, while the work may still wait, no call started."""
-        spent = time.thread_time() - started
-        if self._sustained_round:
-            if spent >= self._pacing.busy_round_budget_s:
-                return False
-            yield_gil(self._pacing)
-            return True
-        return spent < self._pacing.round_budget_s and not IN_FLIGHT.busy()
-
-    # --- the link ---------------------------------------------------------------------------
     def _current_link(self) -> Link | None:
         if self._link is None and time.monotonic() >= self._retry_at:
             try:
-                self._link = self._link_factory(self._settings, self._pacing, self._mode)
+                self._link = self._link_factory(self._settings, self._options, self._mode, self.yield_gil)
+                self._linked = True
             except Exception as exc:
-                self._link_failed(f"could not start ({exc})", started=False)
+                if self._mode == ANALYSIS_PROCESS and not self._linked:
+                    _logger.warning("mcp-tokens: no counting service (%s); counting on a thread instead", exc)
+                    self._mode = ANALYSIS_THREAD
+                    return self._current_link()
+                self._back_off(f"could not start ({exc})")
         return self._link
 
-    def _note_status(self, link: Link) -> None:
-        status = link.status
-        if status is not None and status is not self.status:
-            self.status = status
-            self._failures = 0
-            self._ready.set()
-
     def _lose_link(self, link: Link, reason: str) -> None:
-        self._close_link()
-        self._give_up(semconv.SKIP_ERROR)
-        self._link_failed(reason, started=link.status is not None)
+        self._link = None
+        with contextlib.suppress(Exception):
+            link.close()
+        with self._condition:
+            lost = list(self._sent.items())
+            self._unsent = 0
+        for seq, (exchange, _) in lost:
+            self._estimate(exchange, semconv.SKIP_ERROR)
+            with self._condition:
+                self._sent.pop(seq, None)
+        self._back_off(reason)
 
-    def _link_failed(self, reason: str, *, started: bool) -> None:
-        if not started and self._mode == ANALYSIS_PROCESS:
-            _logger.warning("mcp-tokens: the analysis helper %s; analysing on a thread instead", reason)
-            self._mode = ANALYSIS_THREAD
-            return
+    def _back_off(self, reason: str) -> None:
         self._failures += 1
-        pause = self._pacing.restart_pause(self._failures)
+        pause = min(_MAX_RESTART_PAUSE_S, 2.0 ** (self._failures - 2)) if self._failures > 1 else 0.0
         self._retry_at = time.monotonic() + pause
-        _logger.warning("mcp-tokens: the analysis %s; restarting it in %.0f s", reason, pause)
-
-    def _close_link(self) -> None:
-        link, self._link = self._link, None
-        if link is not None:
-            with contextlib.suppress(Exception):
-                link.close()
+        _logger.warning("mcp-tokens: the counting service %s; starting it again in %.0f s", reason, pause)
 
     # --- exchanges ------------------------------------------------------------------------
-    def _handle_arrived(self, started: float) -> None:
-        while self._arrived and self._may_go_on(started):
-            findings = self._arrived.popleft()
+    def _take_findings(self, link: Link) -> None:
+        arrived = link.receive()
+        if link.status is not None and not self._ready.is_set():
+            self.status, self._failures = link.status, 0
+            self._ready.set()
+        for findings in arrived:
             with self._condition:
-                sent = self._sent.pop(findings.seq, None)
-                if sent is not None:
-                    self._pending_chars -= sent.weight
-            if sent is not None:  # else given up already
+                exchange, send_s = self._sent.get(findings.seq, (None, 0.0))
+            if exchange is not None:
                 try:
-                    self._on_findings(sent.exchange, findings, sent.send_s)
+                    self._sink.record(exchange, findings, send_s)
                 except Exception:
                     _logger.debug("mcp-tokens could not record an analysis", exc_info=True)
+                with self._condition:  # only now: force_flush() waits for the record too
+                    self._sent.pop(findings.seq, None)
+            self.yield_gil()
 
-    def _send(self, link: Link, started: float) -> bool:
-        """Step through the queued exchanges' sending; False when the link is full."""
-        while self._may_go_on(started):
-            if self._sending is None:
-                item = self._take_queued()
-                if item is None:
-                    return True
-                self._sending = self._start_sending(link, *item)
-            sending = self._sending
-            cpu = time.thread_time()
-            step = next(sending.steps, None)
-            sending.send_s += time.thread_time() - cpu
-            if step is False:
-                return False
-            if step is None:
-                self._sending = None
-                sending.sent_at = time.monotonic()
-                self._let_go(sending)
-        return True
-
-    def _take_queued(self) -> tuple[Exchange, int] | None:
-        with self._condition:
-            return self._queue.popleft() if self._queue else None
-
-    def _start_sending(self, link: Link, exchange: Exchange, weight: int) -> _Sent:
-        many_values = needs_slicing(exchange.request, exchange.response, self._pacing, by_chars=False)
-        with self._condition:
-            seq = self._next_seq
-            self._next_seq += 1
-            behind = self._pending_chars >= self._pacing.behind_chars
-            sent = self._sent[seq] = _Sent(exchange, weight, link.sender(exchange, seq, behind), many_values)
-        return sent
-
-    def _let_go(self, sent: _Sent) -> None:
-        """Drop our references to the payloads (the analysis has them now). Ours may be the
-        last: freeing a payload of many values holds the GIL for as long as it takes, so
-        such a payload is kept for `_release_kept`."""
-        exchange = sent.exchange
-        if sent.many_values and len(self._kept) < self._pacing.max_kept_payloads:
-            self._kept.append((time.monotonic(), exchange.request, exchange.response))
-        exchange.request = exchange.response = None
-
-    def _release_kept(self, started: float) -> None:
-        """Free kept payloads while no call is in flight (within the round's budget); one a
-        round once the oldest has been kept `max_keep_s` (sustained load has no quiet round)."""
-        kept = self._kept
-        while kept:
-            if time.monotonic() - kept[0][0] >= self._pacing.max_keep_s:
-                kept.popleft()
-                return
-            if time.thread_time() - started >= self._pacing.round_budget_s or IN_FLIGHT.busy():
-                return
-            kept.popleft()
-
-    def _give_up(self, reason: str, sent_before: float | None = None) -> None:
-        """Skip what the analysis holds and will not answer for: all of it, or only what was
-        completely sent before `sent_before` (a `time.monotonic()`)."""
-        given_up: list[_Sent] = []
-        with self._condition:
-            while self._sent:
-                seq, sent = next(iter(self._sent.items()))
-                if sent_before is not None and not 0 < sent.sent_at < sent_before:
+    def _send(self, link: Link) -> None:
+        while True:
+            with self._condition:
+                if not self._queued:
                     break
-                del self._sent[seq]
-                self._pending_chars -= sent.weight
-                given_up.append(sent)
-            if sent_before is None:
-                self._sending = None
-                self._arrived.clear()
-            self._condition.notify_all()
-        for sent in given_up:
-            self._skip_quietly(sent.exchange, reason)
+                exchange = self._queued.popleft()
+                seq, self._next_seq = self._next_seq, self._next_seq + 1
+                self._sent[seq] = (exchange, 0.0)
+                behind = self._held_chars + self._unsent >= self._options.queue_chars // 2
+            cpu = time.thread_time()
+            link.send(exchange, seq, behind)
+            exchange.request = exchange.response = None  # the link has them now
+            with self._condition:
+                if seq in self._sent:
+                    self._sent[seq] = (exchange, time.thread_time() - cpu)
+                self._held_chars -= (exchange.request_chars or 0) + (exchange.response_chars or 0)
+                self._unsent = link.unsent
+            self.yield_gil()
+        link.flush()
+        with self._condition:
+            self._unsent = link.unsent
 
-    def _skip_quietly(self, exchange: Exchange, reason: str) -> None:
+    def _end_late_spans(self) -> None:
+        now = time.time_ns()
+        while self._open_spans and self._open_spans[0][0] <= now:
+            _, exchange = self._open_spans.popleft()
+            if exchange.span is not None:
+                try:
+                    self._sink.end_span_late(exchange)
+                except Exception:
+                    _logger.debug("mcp-tokens could not end a span", exc_info=True)
+
+    def yield_gil(self) -> None:
+        """Let a thread waiting for the GIL (an event loop) have it, if we held it `slice_s`:
+        a short sleep, since with a zero one the sleeper usually takes it straight back."""
+        if time.perf_counter() - self._gil_since >= self._options.slice_s:
+            time.sleep(self._options.slice_s / 5)
+            self._gil_since = time.perf_counter()
+
+    def _estimate(self, exchange: Exchange, reason: str) -> None:
         try:
-            self._on_skip(exchange, reason)
+            self._sink.estimate(exchange, reason)
         except Exception:
-            _logger.debug("mcp-tokens could not skip an exchange", exc_info=True)
+            _logger.debug("mcp-tokens could not record an estimate", exc_info=True)
 
-    # --- fork -------------------------------------------------------------------------------
     def _after_fork_in_child(self) -> None:
-        """The worker thread and the helper belong to the parent; what the parent had queued
-        is the parent's to record. The child starts its own on its first exchange."""
-        if self._link is not None:
-            with contextlib.suppress(Exception):
-                self._link.forget()
+        """The thread and the connection are the parent's, and so is what it had queued; the
+        child starts its own on its first exchange."""
+        for resource in (self._link, *(self._wake or ())):
+            if resource is not None:
+                with contextlib.suppress(Exception):
+                    resource.close()
         self._reset_state()
+
+
+def _chars(kind: str | None, payload: object) -> int | None:
+    """A payload's characters (None: no payload a model is shown, nothing to count)."""
+    return None if kind is None or payload is None else payload_chars(payload)
 
 
 _WORKERS: weakref.WeakSet[AnalysisWorker] = weakref.WeakSet()

@@ -1,3 +1,6 @@
+# Copyright The mcp-tokens developers
+# SPDX-License-Identifier: Apache-2.0
+
 """The `mcp-tokens` command: profile, lock and diff an MCP server's token economics.
 
 Run it as `mcp-tokens` (console script) or `python -m opentelemetry.exporter.mcp_tokens.cli`;

@@ -1,3 +1,6 @@
+# Copyright The mcp-tokens developers
+# SPDX-License-Identifier: Apache-2.0
+
 """`python -m opentelemetry.exporter.mcp_tokens.cli`: the `mcp-tokens` command."""
 
 from __future__ import annotations

@@ -1,3 +1,6 @@
+# Copyright The mcp-tokens developers
+# SPDX-License-Identifier: Apache-2.0
+
 """`mcp-tokens`: profile an MCP server's token economics, lock it, diff it, generate dashboards.
 
     mcp-tokens profile -- python my_server.py

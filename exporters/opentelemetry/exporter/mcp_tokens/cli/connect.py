@@ -1,3 +1,6 @@
+# Copyright The mcp-tokens developers
+# SPDX-License-Identifier: Apache-2.0
+
 """Reach an MCP server with the installed SDK (mcp 1.x or 2.x), list its tools, maybe call one.
 
 What the CLI profiles is the wire: each request goes through the SDK session's

@@ -1,3 +1,6 @@
+# Copyright The mcp-tokens developers
+# SPDX-License-Identifier: Apache-2.0
+
 """Compare two token contracts (lock files, or a lock file and a live server) and classify each change.
 
 | change | class |

@@ -1,3 +1,6 @@
+# Copyright The mcp-tokens developers
+# SPDX-License-Identifier: Apache-2.0
+
 """Exit codes of `mcp-tokens` and the one error type that carries them.
 
 Every failure the user can cause or meet (a bad flag, a server that will not start or

@@ -1,3 +1,6 @@
+# Copyright The mcp-tokens developers
+# SPDX-License-Identifier: Apache-2.0
+
 """`mcp-tokens.lock.json`: a server's token contract, committed next to its code.
 
 One entry per tool (definition tokens, bound, worst-case tokens, risk tier, digest of the

@@ -1,3 +1,6 @@
+# Copyright The mcp-tokens developers
+# SPDX-License-Identifier: Apache-2.0
+
 """Command-line options shared by the subcommands, and their conversion to typed settings."""
 
 from __future__ import annotations

@@ -1,3 +1,6 @@
+# Copyright The mcp-tokens developers
+# SPDX-License-Identifier: Apache-2.0
+
 """A server's token profile: exact definition costs, static response estimates, risk, advice.
 
 `build_profile` turns what `connect.fetch` saw into a `ServerProfile`. Definition tokens

@@ -1,3 +1,6 @@
+# Copyright The mcp-tokens developers
+# SPDX-License-Identifier: Apache-2.0
+
 """Output: a rich terminal table (default), `--format markdown` or `--format json`; progress on stderr.
 
 The terminal view degrades by itself: no colour when stdout is not a terminal (or with

@@ -1,3 +1,6 @@
+# Copyright The mcp-tokens developers
+# SPDX-License-Identifier: Apache-2.0
+
 """Profiles and diffs as JSON documents (`--format json`), for scripts and CI.
 
 Both documents carry `format` and `version`, like the lock file, so consumers can check

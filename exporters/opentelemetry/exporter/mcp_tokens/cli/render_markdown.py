@@ -1,3 +1,6 @@
+# Copyright The mcp-tokens developers
+# SPDX-License-Identifier: Apache-2.0
+
 """Profiles and diffs as GitHub-flavoured Markdown (`--format markdown`), e.g. for PR comments."""
 
 from __future__ import annotations

@@ -1,3 +1,6 @@
+# Copyright The mcp-tokens developers
+# SPDX-License-Identifier: Apache-2.0
+
 """The recommendation rules, as a table: one row per rule (id, severity, condition, message).
 
 A rule's condition reads the facts of one tool (`ToolFacts`) or of the whole server

@@ -1,3 +1,6 @@
+# Copyright The mcp-tokens developers
+# SPDX-License-Identifier: Apache-2.0
+
 """The MCP Python SDK behind one interface, for mcp 1.x and 2.x alike.
 
 What differs between the lines: the request models (`mcp.types` vs `mcp_types`), the

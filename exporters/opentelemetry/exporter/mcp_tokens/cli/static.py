@@ -1,3 +1,6 @@
+# Copyright The mcp-tokens developers
+# SPDX-License-Identifier: Apache-2.0
+
 """What a tool's outputSchema says about the size of its responses, before any call.
 
 For each schema node the walker computes the tokens of the largest JSON instance it

@@ -1,3 +1,6 @@
+# Copyright The mcp-tokens developers
+# SPDX-License-Identifier: Apache-2.0
+
 """How numbers and states read in the terminal table and in Markdown (one wording for both)."""
 
 from __future__ import annotations

@@ -1,3 +1,6 @@
+# Copyright The mcp-tokens developers
+# SPDX-License-Identifier: Apache-2.0
+
 """`mcp-tokens top URL`: a live table of an instrumented process's token economics.
 
 Scrapes a Prometheus `/metrics` endpoint (e.g. `opentelemetry-instrument --metrics_exporter

@@ -1,3 +1,6 @@
+# Copyright The mcp-tokens developers
+# SPDX-License-Identifier: Apache-2.0
+
 """Grafana dashboards, Prometheus rules, Grafana-managed alerts and a runbook for mcp-tokens.
 
 Everything under the repository's ``dashboards/`` directory is generated here, from

@@ -1,3 +1,6 @@
+# Copyright The mcp-tokens developers
+# SPDX-License-Identifier: Apache-2.0
+
 """``python -m opentelemetry.exporter.mcp_tokens.dashboards``: write or check the files.
 
 Exit status: 0 when the files were written or are up to date, 1 when ``--check`` finds

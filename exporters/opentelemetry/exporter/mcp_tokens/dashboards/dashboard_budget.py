@@ -1,3 +1,6 @@
+# Copyright The mcp-tokens developers
+# SPDX-License-Identifier: Apache-2.0
+
 """MCP tokens / Context budget: how full agents' context windows get, and who fills them."""
 
 from __future__ import annotations

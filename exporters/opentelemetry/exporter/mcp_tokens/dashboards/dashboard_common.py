@@ -1,3 +1,6 @@
+# Copyright The mcp-tokens developers
+# SPDX-License-Identifier: Apache-2.0
+
 """What the three dashboards share: variables, label matchers, colours and links."""
 
 from __future__ import annotations

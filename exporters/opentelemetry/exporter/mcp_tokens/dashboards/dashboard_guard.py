@@ -1,3 +1,6 @@
+# Copyright The mcp-tokens developers
+# SPDX-License-Identifier: Apache-2.0
+
 """The Guardrails rows of the overview and tool dashboards: what the opt-in guard did.
 
 The guard's counters exist only where a guard setting is on; elsewhere these panels

@@ -1,3 +1,6 @@
+# Copyright The mcp-tokens developers
+# SPDX-License-Identifier: Apache-2.0
+
 """MCP tokens / Overview: where the tokens go, which tools are risky, what it costs."""
 
 from __future__ import annotations
@@ -336,9 +339,9 @@ def _cost() -> tuple[Panel, ...]:
         Panel(
             title="Payloads estimated or skipped",
             description=(
-                "Payloads per second the instrumentation estimated or skipped instead of counting "
-                "exactly, by reason. Sustained non-zero values mean token panels undercount: see "
-                "the runbook for McpTokensAnalysisSkipped (queue size, size limit)."
+                "Payloads per second the instrumentation estimated instead of counting exactly, by "
+                "reason. Sustained `overload` means the counter has no idle CPU and token sums are "
+                "approximate: see the runbook for McpTokensAnalysisSkipped."
             ),
             kind="timeseries",
             unit="short",

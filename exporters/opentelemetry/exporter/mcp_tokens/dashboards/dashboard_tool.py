@@ -1,3 +1,6 @@
+# Copyright The mcp-tokens developers
+# SPDX-License-Identifier: Apache-2.0
+
 """MCP tokens / Tool drill-down: one tool's tokens, risk, overhead, latency and padding."""
 
 from __future__ import annotations

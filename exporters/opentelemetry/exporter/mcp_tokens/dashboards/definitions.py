@@ -1,3 +1,6 @@
+# Copyright The mcp-tokens developers
+# SPDX-License-Identifier: Apache-2.0
+
 """The one list of alerts; every output form is rendered from it.
 
 An alert is a value query, a comparison and a threshold. Prometheus gets
@@ -473,32 +476,38 @@ def alerts(settings: GeneratorSettings) -> tuple[AlertDefinition, ...]:
             comparison=">",
             threshold=0,
             for_=t.for_("15m"),
-            summary="The mcp-tokens instrumentation skips payloads instead of counting them.",
+            summary="The instrumentation estimates payloads from their length instead of counting them.",
             description=(
                 "The instrumentation in job {{ $labels.job }} ({{ $labels.mcp_tokens_side }} side) "
-                f'has skipped {{{{ $value | printf "%.2f" }}}} payloads per second for {t.for_("15m")}, '
-                "reason {{ $labels.mcp_tokens_skip_reason }}; token metrics of that job undercount."
+                f'has estimated {{{{ $value | printf "%.2f" }}}} payloads per second from their length for '
+                f"{t.for_('15m')}, reason {{{{ $labels.mcp_tokens_skip_reason }}}}; its token metrics are "
+                "approximate."
             ),
             meaning=(
-                "Token analysis runs in a bounded background worker so it never slows the host. "
-                "When exchanges arrive faster than the worker counts them (`overload`), or the "
-                "analysis fails (`analysis_error`), they are skipped and counted here by reason. "
-                "Dashboards and alerts of this job then see less than the real traffic. Payloads "
-                f"estimated by design ({', '.join(EXPECTED_SKIP_REASONS)}: over the size limit, no "
-                "exact tokenizer configured, or the worker more than 5 s behind under sustained load) "
-                "still carry estimated counts; they do not alert and show on the dashboard."
+                "Tokens are counted by the user's counting service, at the lowest CPU priority, so that "
+                "counting never slows the host. When a process holds all it may for the counter "
+                "(`overload`: the machine has had no idle CPU for it), when the analysis fails or the "
+                "service went away (`analysis_error`), or when the instrumentation stopped first "
+                "(`shutdown`), payloads are still recorded, estimated from their length at the tokens "
+                "per character that tool's exact counts showed, and counted here by reason. Counts of "
+                "responses stay exact; token sums become approximate. Payloads estimated by design "
+                f"({', '.join(EXPECTED_SKIP_REASONS)}: over the size limit, no exact tokenizer "
+                "configured, or counting behind with the content-aware estimate) do not alert and show "
+                "on the dashboard."
             ),
             confirm=(
                 "*MCP tokens / Overview*, *Payloads estimated or skipped* by reason, next to "
-                "*Analysis time (p50, p99)* for the worker's cost."
+                "*Analysis time (p50, p99)* for the counter's cost per exchange."
             ),
             actions=(
-                "`overload`: raise OTEL_INSTRUMENTATION_MCP_TOKENS_QUEUE_SIZE or give the process more CPU; "
-                "*Analysis time (p50, p99)* shows whether a few huge payloads hog the worker.",
+                "`overload`: the machine is saturated, or the counter needs more processes: give it "
+                "idle CPU, raise OTEL_INSTRUMENTATION_MCP_TOKENS_COUNTER_PROCESSES on a machine with more "
+                "cores, or OTEL_INSTRUMENTATION_MCP_TOKENS_QUEUE_SIZE to ride out bursts.",
                 "Huge payloads: lower OTEL_INSTRUMENTATION_MCP_TOKENS_MAX_BYTES so they are estimated "
                 "(cheap) instead of counted; they are a finding of their own (McpToolResponsesCritical).",
-                "`analysis_error`: a bug in mcp-tokens; the instrumentation logs the exception once. "
-                "Report it with the tool's payload shape.",
+                "`analysis_error`: the counting service's log (`mcp-tokens/*.log` in the user's runtime "
+                "directory) and the application's name the cause; a service that was killed is replaced "
+                "by the next call. Report a failed analysis with the tool's payload shape.",
             ),
             dashboard_uid="mcp-tokens-overview",
             panel_title="Payloads estimated or skipped",

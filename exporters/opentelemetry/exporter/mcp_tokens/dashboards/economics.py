@@ -1,3 +1,6 @@
+# Copyright The mcp-tokens developers
+# SPDX-License-Identifier: Apache-2.0
+
 """Tool economics: the unused-tool tax, cost in money and host result caps.
 
 One module for the queries, the recording rules, the alert and the dashboard

@@ -1,3 +1,6 @@
+# Copyright The mcp-tokens developers
+# SPDX-License-Identifier: Apache-2.0
+
 """Every PromQL expression the generated files contain, ready to send to Prometheus.
 
 Dashboard queries hold Grafana variables (``$job``, ``$__rate_interval``); `substitute`

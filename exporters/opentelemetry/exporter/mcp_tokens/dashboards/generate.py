@@ -1,3 +1,6 @@
+# Copyright The mcp-tokens developers
+# SPDX-License-Identifier: Apache-2.0
+
 """Render every generated file, write them, or tell which committed ones are stale."""
 
 from __future__ import annotations

@@ -1,3 +1,6 @@
+# Copyright The mcp-tokens developers
+# SPDX-License-Identifier: Apache-2.0
+
 """The alerts as Grafana-managed alert rules, in Grafana's file-provisioning shape.
 
 Each rule evaluates the alert's query as data query A against the Prometheus data

@@ -1,3 +1,6 @@
+# Copyright The mcp-tokens developers
+# SPDX-License-Identifier: Apache-2.0
+
 """The Grafana dashboards, as classic dashboard JSON.
 
 Every dashboard has the ``datasource`` variable (any Prometheus-compatible data

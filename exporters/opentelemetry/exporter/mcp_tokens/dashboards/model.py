@@ -1,3 +1,6 @@
+# Copyright The mcp-tokens developers
+# SPDX-License-Identifier: Apache-2.0
+
 """Typed builders for classic Grafana dashboard JSON (schemaVersion 41).
 
 Just enough of Grafana's dashboard model for the panels we ship: time series, stat,

@@ -1,3 +1,6 @@
+# Copyright The mcp-tokens developers
+# SPDX-License-Identifier: Apache-2.0
+
 """Prometheus names of the telemetry contract, derived from the instrumentation's own.
 
 The instrumentation defines OpenTelemetry names (``mcp_tokens.payload``,

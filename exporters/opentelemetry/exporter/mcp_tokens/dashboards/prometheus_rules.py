@@ -1,3 +1,6 @@
+# Copyright The mcp-tokens developers
+# SPDX-License-Identifier: Apache-2.0
+
 """Prometheus recording rules and alerting rules, as rule files.
 
 Both load into Prometheus (``rule_files:``), Thanos, Mimir or vmalert as they are, and

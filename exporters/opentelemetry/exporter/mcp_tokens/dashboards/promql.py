@@ -1,3 +1,6 @@
+# Copyright The mcp-tokens developers
+# SPDX-License-Identifier: Apache-2.0
+
 """Small PromQL string builders shared by the dashboards and the rules.
 
 Every aggregation names the labels it keeps (``sum by (...)``), which drops the

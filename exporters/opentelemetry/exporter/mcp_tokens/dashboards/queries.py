@@ -1,3 +1,6 @@
+# Copyright The mcp-tokens developers
+# SPDX-License-Identifier: Apache-2.0
+
 """The PromQL of the alerts and recording rules: fixed windows, raw metrics.
 
 Rules use fixed windows ([5m] and longer), never recording-rule outputs, so the

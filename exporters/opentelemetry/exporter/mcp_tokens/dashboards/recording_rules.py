@@ -1,3 +1,6 @@
+# Copyright The mcp-tokens developers
+# SPDX-License-Identifier: Apache-2.0
+
 """Recording rules (`level:metric:operations`): pre-aggregated series for long-range views.
 
 The level lists every label the output keeps; `_total` is dropped under `rate()`.

@@ -1,3 +1,6 @@
+# Copyright The mcp-tokens developers
+# SPDX-License-Identifier: Apache-2.0
+
 """Example routing: critical pages, warning opens a ticket, info stays on the dashboards.
 
 Two examples, one per alerting stack: an Alertmanager configuration (with an inhibition

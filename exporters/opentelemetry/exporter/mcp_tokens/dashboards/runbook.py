@@ -1,3 +1,6 @@
+# Copyright The mcp-tokens developers
+# SPDX-License-Identifier: Apache-2.0
+
 """runbook.md: one section per alert, rendered from the same definitions as the rules."""
 
 from __future__ import annotations

@@ -1,3 +1,6 @@
+# Copyright The mcp-tokens developers
+# SPDX-License-Identifier: Apache-2.0
+
 """The thresholds the generated dashboards and alerts encode.
 
 Defaults come from the instrumentation itself (`RiskThresholds`, `BudgetThresholds`,

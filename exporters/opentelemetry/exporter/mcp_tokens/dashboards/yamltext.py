@@ -1,3 +1,6 @@
+# Copyright The mcp-tokens developers
+# SPDX-License-Identifier: Apache-2.0
+
 """A tiny, deterministic YAML writer for the generated rule and provisioning files.
 
 The package must not depend on PyYAML at run time just to write a few files, and the

@@ -1,3 +1,6 @@
+# Copyright The mcp-tokens developers
+# SPDX-License-Identifier: Apache-2.0
+
 """`mcp_tokens_prometheus`: the Prometheus endpoint for single- and multi-process servers.
 
     opentelemetry-instrument --metrics_exporter mcp_tokens_prometheus uvicorn app:app --workers 4

@@ -1,3 +1,6 @@
+# Copyright The mcp-tokens developers
+# SPDX-License-Identifier: Apache-2.0
+
 """How the samples of several processes of one server add up to one endpoint's series.
 
 - Counters and histograms (every `_bucket`, `_count`, `_sum`) are summed over all processes,

@@ -1,3 +1,6 @@
+# Copyright The mcp-tokens developers
+# SPDX-License-Identifier: Apache-2.0
+
 """Scrape notifications: the root tells its workers that a scrape has started, and each worker
 answers once its file is written.
 

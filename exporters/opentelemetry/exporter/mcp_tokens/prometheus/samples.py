@@ -1,3 +1,6 @@
+# Copyright The mcp-tokens developers
+# SPDX-License-Identifier: Apache-2.0
+
 """Prometheus samples as flat, mergeable values, and back into metric families.
 
 Both exporters of this package start from the families `opentelemetry-exporter-prometheus`

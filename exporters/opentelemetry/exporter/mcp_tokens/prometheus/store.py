@@ -1,3 +1,6 @@
+# Copyright The mcp-tokens developers
+# SPDX-License-Identifier: Apache-2.0
+
 """A worker's file of sample values, and reading any worker's file.
 
 The file is prometheus_client's `MmapedDict`: one writer (the worker's flush thread), readers

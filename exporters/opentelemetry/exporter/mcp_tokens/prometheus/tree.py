@@ -1,3 +1,6 @@
+# Copyright The mcp-tokens developers
+# SPDX-License-Identifier: Apache-2.0
+
 """The directory one server's processes share: who is alive, what each has counted.
 
 Layout of `<base>/mcp-tokens-prometheus-<random>/` (mode 0700, created by the process that

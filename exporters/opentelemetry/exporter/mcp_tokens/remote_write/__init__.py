@@ -1,3 +1,6 @@
+# Copyright The mcp-tokens developers
+# SPDX-License-Identifier: Apache-2.0
+
 """`mcp_tokens_remote_write`: push the metrics to a Prometheus remote-write receiver.
 
     OTEL_EXPORTER_MCP_TOKENS_REMOTE_WRITE_ENDPOINT=http://mimir:9009/api/v1/push \\

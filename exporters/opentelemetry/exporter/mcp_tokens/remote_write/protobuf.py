@@ -1,3 +1,6 @@
+# Copyright The mcp-tokens developers
+# SPDX-License-Identifier: Apache-2.0
+
 """The remote-write 1.0 `WriteRequest` in protobuf wire format, written by hand (five small
 messages, from prometheus/prompb `remote.proto` and `types.proto`):
 

@@ -1,3 +1,6 @@
+# Copyright The mcp-tokens developers
+# SPDX-License-Identifier: Apache-2.0
+
 """Settings of the remote-write exporter, from `OTEL_EXPORTER_MCP_TOKENS_REMOTE_WRITE_*`.
 
 A value that does not parse is logged once and its default is used; a missing endpoint turns

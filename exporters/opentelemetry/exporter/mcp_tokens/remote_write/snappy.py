@@ -1,3 +1,6 @@
+# Copyright The mcp-tokens developers
+# SPDX-License-Identifier: Apache-2.0
+
 """Snappy's block format (what remote write's `Content-Encoding: snappy` means), encoding only.
 
 The format (google/snappy, format_description.txt): the uncompressed length as a varint, then

@@ -1,3 +1,6 @@
+# Copyright The mcp-tokens developers
+# SPDX-License-Identifier: Apache-2.0
+
 """The mcp-tokens report: a metrics exporter that writes a run's token economics at shutdown.
 
     opentelemetry-instrument --metrics_exporter mcp_tokens_report python my_server.py

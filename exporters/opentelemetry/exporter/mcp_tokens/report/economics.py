@@ -1,3 +1,6 @@
+# Copyright The mcp-tokens developers
+# SPDX-License-Identifier: Apache-2.0
+
 """What the tokens of a run are worth: tools listed but never called, and money.
 
 - **Unused-tool tax**, per side and server: the tools of the latest listing

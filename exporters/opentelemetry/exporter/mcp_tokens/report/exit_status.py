@@ -1,3 +1,6 @@
+# Copyright The mcp-tokens developers
+# SPDX-License-Identifier: Apache-2.0
+
 """How a failed report gate becomes the process's exit status.
 
 Python offers no way to change the exit status once the program is ending, except ending

@@ -1,3 +1,6 @@
+# Copyright The mcp-tokens developers
+# SPDX-License-Identifier: Apache-2.0
+
 """`McpTokensReportExporter`: keeps the run's mcp-tokens metrics and writes the report at shutdown.
 
     opentelemetry-instrument --metrics_exporter mcp_tokens_report python my_server.py

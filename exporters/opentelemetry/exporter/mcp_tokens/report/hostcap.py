@@ -1,3 +1,6 @@
+# Copyright The mcp-tokens developers
+# SPDX-License-Identifier: Apache-2.0
+
 """What hosts would refuse: responses over a host's result cap, per operation.
 
 Hosts refuse a tool result over their cap (Claude Code: 25,000 tokens by default), so the

@@ -1,3 +1,6 @@
+# Copyright The mcp-tokens developers
+# SPDX-License-Identifier: Apache-2.0
+
 """The report as titled tables of plain-text cells, shared by the terminal, Markdown, text and
 HTML renderers (each escapes the cells its own way; tool and server names come from peers).
 

@@ -1,3 +1,6 @@
+# Copyright The mcp-tokens developers
+# SPDX-License-Identifier: Apache-2.0
+
 """A run's token economics, per operation: the pure model behind every report format.
 
 `build_report(snapshot, ...)` reads the series of the metrics contract (docs/telemetry.md)

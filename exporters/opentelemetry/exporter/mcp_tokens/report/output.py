@@ -1,3 +1,6 @@
+# Copyright The mcp-tokens developers
+# SPDX-License-Identifier: Apache-2.0
+
 """Writing a finished report: to the terminal (stderr) and to files, each failure logged and
 swallowed so that a full disk or a bad path never reaches the host process."""
 

@@ -1,3 +1,6 @@
+# Copyright The mcp-tokens developers
+# SPDX-License-Identifier: Apache-2.0
+
 """A `Snapshot` from a Prometheus `/metrics` page (the text format, as
 `opentelemetry-exporter-prometheus` writes it), for `mcp-tokens top`.
 

@@ -1,3 +1,6 @@
+# Copyright The mcp-tokens developers
+# SPDX-License-Identifier: Apache-2.0
+
 """The report as one self-contained HTML page: no script, no external resource, every cell
 escaped (tool and server names come from peers and may hold markup). Its charts are inline
 SVG (`render_svg`)."""

@@ -1,3 +1,6 @@
+# Copyright The mcp-tokens developers
+# SPDX-License-Identifier: Apache-2.0
+
 """The report as a JSON document (`format: mcp-tokens.report`, `version: 1`), with every row
 and a machine-readable verdict. Keys are sorted; token counts are integers; fractions and
 seconds are rounded to 6 decimals; a value that is not known is null."""

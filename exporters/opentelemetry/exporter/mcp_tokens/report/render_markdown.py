@@ -1,3 +1,6 @@
+# Copyright The mcp-tokens developers
+# SPDX-License-Identifier: Apache-2.0
+
 """The report as GitHub-flavoured Markdown (a CI artifact or a PR comment). Peer-supplied
 names are code spans and every other cell is escaped, with the helpers the CLI uses too."""
 

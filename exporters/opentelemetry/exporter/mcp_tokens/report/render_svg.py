@@ -1,3 +1,6 @@
+# Copyright The mcp-tokens developers
+# SPDX-License-Identifier: Apache-2.0
+
 """The HTML report's charts as inline SVG: no script, no external resource, every name escaped.
 
 Each chart is a `<figure>` with an `<svg role="img">` that has a `<title>` and a `<desc>`,

@@ -1,3 +1,6 @@
+# Copyright The mcp-tokens developers
+# SPDX-License-Identifier: Apache-2.0
+
 """The report as rich tables: on the terminal (stderr, never a stdio server's stdout) and as
 plain text (`.txt` files). Peer-supplied names are shown inert: no rich markup is parsed and
 control characters are printed as escapes."""

@@ -1,3 +1,6 @@
+# Copyright The mcp-tokens developers
+# SPDX-License-Identifier: Apache-2.0
+
 """The rows a report is made of: one per operation, budget, tool definition and side, and the
 analysis cost. `model` builds them from a snapshot; `economics` and the renderers read them."""
 

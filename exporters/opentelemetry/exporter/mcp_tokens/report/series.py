@@ -1,3 +1,6 @@
+# Copyright The mcp-tokens developers
+# SPDX-License-Identifier: Apache-2.0
+
 """The metric series a report is built from, independent of where they came from.
 
 Two sources fill a `Snapshot`: the exporter (OpenTelemetry `MetricsData`, cumulative, see

@@ -1,3 +1,6 @@
+# Copyright The mcp-tokens developers
+# SPDX-License-Identifier: Apache-2.0
+
 """Settings of the report exporter, from `OTEL_EXPORTER_MCP_TOKENS_REPORT_*` variables.
 
 A value that does not parse is logged (once, at start-up) and its default is used, as for the

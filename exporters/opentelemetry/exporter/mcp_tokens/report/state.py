@@ -1,3 +1,6 @@
+# Copyright The mcp-tokens developers
+# SPDX-License-Identifier: Apache-2.0
+
 """The exporter's memory: the latest cumulative value of every mcp-tokens series.
 
 The exporter asks for CUMULATIVE temporality, so each export carries the whole run so far and

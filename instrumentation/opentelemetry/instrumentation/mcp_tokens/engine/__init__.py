@@ -1,3 +1,6 @@
+# Copyright The mcp-tokens developers
+# SPDX-License-Identifier: Apache-2.0
+
 """The token engine: pure analysis of MCP payloads (no `mcp` import).
 
 It turns wire JSON (a CallToolResult, a tools/list result, a ReadResourceResult, a

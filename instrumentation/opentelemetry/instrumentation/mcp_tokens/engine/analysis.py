@@ -1,3 +1,6 @@
+# Copyright The mcp-tokens developers
+# SPDX-License-Identifier: Apache-2.0
+
 """The analysis of one MCP payload: tokens per block, overhead, risk and padding.
 
 `Analyzer.analyze(kind, payload)` takes wire JSON and returns an immutable `Analysis`.
@@ -79,7 +82,9 @@ class BlockAnalysis:
     media: MediaEstimate | None = None
 
 
-@dataclass(frozen=True, slots=True)
+# Not slotted: it crosses from the counting service to the application for every exchange,
+# and a frozen slotted dataclass unpickles through Python-level __setstate__ (five times slower).
+@dataclass(frozen=True)
 class Analysis:
     kind: PayloadKind
     tokens: int

@@ -1,3 +1,6 @@
+# Copyright The mcp-tokens developers
+# SPDX-License-Identifier: Apache-2.0
+
 """What an MCP payload shows a model, as a list of content blocks.
 
 The rules here are the contract users compare our counts against (docs/telemetry.md):
@@ -23,7 +26,6 @@ import itertools
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from enum import Enum
-from typing import NamedTuple
 
 from .compact import compact_json
 
@@ -208,28 +210,20 @@ def _optional_str(value: object) -> str | None:
     return value if isinstance(value, str) else None
 
 
-# `payload_weight` visits at most this many nodes, and this many elements of any one list or
+# `payload_chars` visits at most this many nodes, and this many elements of any one list or
 # dict (evenly spread), scaling what it finds by the elements it skipped.
 _WEIGHT_NODE_BUDGET = 128
 _WEIGHT_SAMPLE = 8
 
 
-class PayloadWeight(NamedTuple):
-    """About how many characters a payload's strings hold, and how many values (strings,
-    numbers, lists, mappings...) it holds: the analysis' Python work grows with the second."""
+def payload_chars(payload: object) -> int:
+    """About how many characters a payload's strings hold, from a bounded sample.
 
-    chars: int
-    nodes: int
-
-
-def payload_weight(payload: object) -> PayloadWeight:
-    """A payload's weight, from a bounded sample.
-
-    It runs on the caller's path (the worker queue's memory bound), so it must cost the
-    same few microseconds for a 1 KB result and a 20 MB listing: it visits at most
-    `_WEIGHT_NODE_BUDGET` nodes, samples `_WEIGHT_SAMPLE` elements of longer lists and
-    dicts and scales them up, and reads a long string's length in O(1). Nodes it had no
-    budget left to visit count as one value each (scaled), whatever they hold.
+    It runs on the caller's path (the worker queue's memory bound, and the length an
+    estimate is made from), so it must cost the same few microseconds for a 1 KB result
+    and a 20 MB listing: it visits at most `_WEIGHT_NODE_BUDGET` nodes, samples
+    `_WEIGHT_SAMPLE` elements of longer lists and dicts and scales them up, and reads a
+    long string's length in O(1).
     """
     # Breadth first (the large strings of MCP results sit near the top: content[].text), in
     # two parallel lists read by index: no deque, no tuple per node (this runs on every call).
@@ -247,13 +241,7 @@ def payload_weight(payload: object) -> PayloadWeight:
         if children:
             queue.extend(children)
             scales.extend([scale * count / len(children)] * len(children))
-    # Visited nodes count as their scale, and so do the ones left in the queue.
-    return PayloadWeight(int(chars), round(sum(scales)))
-
-
-def payload_chars(payload: object) -> int:
-    """About how many characters a payload's strings hold (see `payload_weight`)."""
-    return payload_weight(payload).chars
+    return int(chars)
 
 
 def _sample(node: object) -> tuple[int, Sequence[object]]:

@@ -1,3 +1,6 @@
+# Copyright The mcp-tokens developers
+# SPDX-License-Identifier: Apache-2.0
+
 r"""Exact cut points: where a long text can be split without changing its token count.
 
 tiktoken splits a text into pieces with its encoding's regex (`pat_str`) and runs BPE

@@ -1,6 +1,10 @@
+# Copyright The mcp-tokens developers
+# SPDX-License-Identifier: Apache-2.0
+
 """Compact JSON of a parsed value, produced in steps that each hold the GIL briefly.
 
-The analysis runs on a background thread of the instrumented process. `json.dumps` is C
+Where the analysis runs on a thread of the application (where no counting service can
+run), it must leave the event loop the GIL often. `json.dumps` is C
 code that keeps the GIL for the whole call: 7 ms for a 1 MB structuredContent, 150 ms
 for 20 MB, during which the application's event loop cannot run. `compact_json` returns
 exactly what `json.dumps(value, separators=(",", ":"), ensure_ascii=False, default=str)`
@@ -12,21 +16,15 @@ returns, but hands the C encoder at most about `STEP_CHARS` characters at a time
 - a long string is escaped in slices (JSON escaping is per character, so the slices'
   escapes concatenate to the whole string's).
 
-`iter_compact_json` yields the same text piece by piece (one step each), so a caller can
-pause between steps, or send each piece on as it comes without holding the whole text.
-Given `set_aside`, it leaves long strings out instead (an empty string in their place)
-and hands each to `set_aside` with its path: a sender can ship those as they are, which
-costs a copy rather than JSON escaping (about 5 ms per MB of JSON-in-a-string).
-Between steps the worker's profile hook can pause (see worker.py), so the event loop
-waits at most about one step. Anything other than plain str-keyed dicts, lists and
-strings (tuples, subclasses, non-string keys) is left to the C encoder whole, which
-keeps the result identical to json.dumps for every input.
+Anything other than plain str-keyed dicts, lists and strings (tuples, subclasses,
+non-string keys) is left to the C encoder whole, which keeps the result identical to
+json.dumps for every input.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 
 # Characters the C encoder is given per call: about 0.1 ms of encoding.
 STEP_CHARS = 16 << 10
@@ -38,25 +36,12 @@ _KEY_EXTRA_CHARS = 3
 
 _ENCODER = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False, default=str)
 
-# Where a value sits in a payload: the keys and list indices that lead to it.
-Path = tuple[str | int, ...]
-SetAside = Callable[[Path, str], None]
-
 
 def compact_json(value: object) -> str:
     """`json.dumps(value, separators=(",", ":"), ensure_ascii=False, default=str)`, in steps."""
     if _size_within(value, STEP_CHARS) >= 0:
         return _ENCODER.encode(value)
-    return "".join(_write(value, (), None))
-
-
-def iter_compact_json(value: object, set_aside: SetAside | None = None) -> Iterator[str]:
-    """The pieces of `compact_json(value)`, each produced by one step of the encoder; with
-    `set_aside`, strings longer than a step are replaced by "" and handed to it instead."""
-    if _size_within(value, STEP_CHARS) >= 0:
-        yield _ENCODER.encode(value)
-    else:
-        yield from _write(value, (), set_aside)
+    return "".join(_write(value))
 
 
 def _size_within(value: object, budget: int) -> int:
@@ -95,17 +80,13 @@ def _size_within(value: object, budget: int) -> int:
     return used
 
 
-def _write(value: object, path: Path, set_aside: SetAside | None) -> Iterator[str]:
+def _write(value: object) -> Iterator[str]:
     if type(value) is str:
-        if set_aside is not None and len(value) > STEP_CHARS:
-            set_aside(path, value)
-            yield '""'
-        else:
-            yield from _write_string(value)
+        yield from _write_string(value)
     elif type(value) is list:
-        yield from _write_list(value, path, set_aside)
+        yield from _write_list(value)
     elif type(value) is dict and all(type(key) is str for key in value):
-        yield from _write_dict(value, path, set_aside)
+        yield from _write_dict(value)
     else:
         yield _ENCODER.encode(value)
 
@@ -120,12 +101,12 @@ def _write_string(text: str) -> Iterator[str]:
     yield '"'
 
 
-def _write_list(items: list[object], path: Path, set_aside: SetAside | None) -> Iterator[str]:
+def _write_list(items: list[object]) -> Iterator[str]:
     yield "["
     run: list[object] = []
     room = STEP_CHARS
     first = True
-    for index, item in enumerate(items):
+    for item in items:
         size = _size_within(item, STEP_CHARS)
         if 0 <= size <= room and len(run) < _STEP_NODES:
             run.append(item)
@@ -140,14 +121,14 @@ def _write_list(items: list[object], path: Path, set_aside: SetAside | None) -> 
             if not first:
                 yield ","
             first = False
-            yield from _write(item, (*path, index), set_aside)
+            yield from _write(item)
             run, room = [], STEP_CHARS
     if run:
         yield _run_text(run, first)
     yield "]"
 
 
-def _write_dict(mapping: dict[str, object], path: Path, set_aside: SetAside | None) -> Iterator[str]:
+def _write_dict(mapping: dict[str, object]) -> Iterator[str]:
     yield "{"
     run: dict[str, object] = {}
     room = STEP_CHARS
@@ -168,7 +149,7 @@ def _write_dict(mapping: dict[str, object], path: Path, set_aside: SetAside | No
         else:  # larger than a step on its own: descend
             yield ("" if first else ",") + _ENCODER.encode(key) + ":"
             first = False
-            yield from _write(value, (*path, key), set_aside)
+            yield from _write(value)
             run, room = {}, STEP_CHARS
     if run:
         yield _run_text(run, first)

@@ -1,3 +1,6 @@
+# Copyright The mcp-tokens developers
+# SPDX-License-Identifier: Apache-2.0
+
 """What kind of text a block holds, judged from a bounded sample.
 
 Tokenizers treat prose, JSON, code, CJK and base64 very differently (3.9 vs 3.1 vs

@@ -1,3 +1,6 @@
+# Copyright The mcp-tokens developers
+# SPDX-License-Identifier: Apache-2.0
+
 """Content-aware token estimate, for when no exact tokenizer can load (and past the size cap).
 
 Why not characters / 4: with o200k, JSON runs at about 3.2 characters per token, English

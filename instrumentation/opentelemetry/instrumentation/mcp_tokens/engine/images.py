@@ -1,3 +1,6 @@
+# Copyright The mcp-tokens developers
+# SPDX-License-Identifier: Apache-2.0
+
 """Token estimates for image and audio blocks, from pixels and seconds, never from base64.
 
 Base64 runs at about 1.5 characters per token, so tokenising a 130 KB PNG would report

@@ -1,3 +1,6 @@
+# Copyright The mcp-tokens developers
+# SPDX-License-Identifier: Apache-2.0
+
 """JSON that arrives as text (a text block, a resource): a cheap look at its ends, and a parse
 that never raises. engine/overhead.py and engine/structure.py both read text blocks this way."""
 

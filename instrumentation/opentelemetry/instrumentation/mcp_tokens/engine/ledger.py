@@ -1,3 +1,6 @@
+# Copyright The mcp-tokens developers
+# SPDX-License-Identifier: Apache-2.0
+
 """Per-scope token budgets: how full an agent's context window is getting.
 
 Every tool response, every tool-call argument and the tool definitions a server lists
@@ -109,7 +112,9 @@ class BudgetThresholds:
 DEFAULT_BUDGET_THRESHOLDS = BudgetThresholds()
 
 
-@dataclass(frozen=True, slots=True)
+# Not slotted: it crosses from the counting service to the application for every exchange,
+# and a frozen slotted dataclass unpickles through Python-level __setstate__ (five times slower).
+@dataclass(frozen=True)
 class BudgetSnapshot:
     """A scope's budget right after one ledger call.
 

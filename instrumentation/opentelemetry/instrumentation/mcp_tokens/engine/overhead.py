@@ -1,3 +1,6 @@
+# Copyright The mcp-tokens developers
+# SPDX-License-Identifier: Apache-2.0
+
 """Tokens that carry no data: duplicates, JSON formatting waste and marked blocks.
 
 Each block is charged to at most one kind, in this order of precedence:

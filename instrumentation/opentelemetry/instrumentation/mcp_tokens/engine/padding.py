@@ -1,3 +1,6 @@
+# Copyright The mcp-tokens developers
+# SPDX-License-Identifier: Apache-2.0
+
 """Adversarial padding: content built to fill a model's context window with tokens that carry
 no information (invisible characters, repeated phrases, whitespace, token-dense garbage,
 one enormous line of prose).
@@ -30,7 +33,9 @@ class PaddingReason(str, Enum):
     LONG_LINE = "long_line"
 
 
-@dataclass(frozen=True, slots=True)
+# Not slotted: it crosses from the counting service to the application for every exchange,
+# and a frozen slotted dataclass unpickles through Python-level __setstate__ (five times slower).
+@dataclass(frozen=True)
 class PaddingFinding:
     """One padding finding: why, where it starts (character offset in the block), how strong.
 

@@ -1,3 +1,6 @@
+# Copyright The mcp-tokens developers
+# SPDX-License-Identifier: Apache-2.0
+
 """Risk tiers of a response by its token count.
 
 A response's tier says how likely it is to push earlier context (system rules, the

@@ -1,3 +1,6 @@
+# Copyright The mcp-tokens developers
+# SPDX-License-Identifier: Apache-2.0
+
 """Structure overhead: tokens spent repeating the same keys in every record of an array.
 
 An array of uniform records (`[{"id": 1, "name": "a"}, {"id": 2, "name": "b"}, ...]`)

@@ -1,3 +1,6 @@
+# Copyright The mcp-tokens developers
+# SPDX-License-Identifier: Apache-2.0
+
 """Exact, offline token counting: bundled tiktoken encodings, user tokenizer files, fallback.
 
 - `load_bundled_encoding` builds o200k_base or cl100k_base from the rank files shipped in
@@ -20,6 +23,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import functools
 import gzip
 import hashlib
 import logging
@@ -291,7 +295,12 @@ class TiktokenTokenizer:
         # Whether the patterns' cut points (see chunking.py) hold for this encoding.
         self.chunkable = chunkable
         self._count_native = _buffer_counter(encoding)
-        self._max_token_bytes: int | None = None
+
+    @functools.cached_property
+    def max_token_bytes(self) -> int:
+        """The longest token in bytes (128 for o200k_base and cl100k_base): every count is at
+        least a text's UTF-8 size over it (and at most that size: every token is a byte or more)."""
+        return max(map(len, self.encoding.token_byte_values()), default=1)
 
     def count(self, text: str) -> int:
         if self._count_native is None:
@@ -300,14 +309,6 @@ class TiktokenTokenizer:
             return self._count_native(text)
         except UnicodeEncodeError:
             return self._count_native(replace_surrogates(text))
-
-    @property
-    def max_token_bytes(self) -> int:
-        """The longest token in bytes (128 for o200k_base and cl100k_base); every token is
-        at least one byte."""
-        if self._max_token_bytes is None:
-            self._max_token_bytes = max(map(len, self.encoding.token_byte_values()), default=1)
-        return self._max_token_bytes
 
     def prefix(self, text: str, budget: int, count: Callable[[str], int]) -> tuple[int, int]:
         """(characters, tokens) of a prefix of `text` that ends at a token boundary of the
@@ -531,9 +532,9 @@ class TokenizerLoader:
     def start(self) -> None:
         """Start loading (once; later calls do nothing)."""
         with self._lock:
-            if self._thread is not None:
+            if self._thread is not None or self._loaded.is_set():  # started, or `run` loaded it
                 return
-            self._thread = threading.Thread(target=self._run, name="mcp-tokens-tokenizer", daemon=True)
+            self._thread = threading.Thread(target=self.run, name="mcp-tokens-tokenizer", daemon=True)
             self._thread.start()
 
     def ready(self) -> bool:
@@ -561,7 +562,8 @@ class TokenizerLoader:
         """When loading finished (`time.time_ns()`), 0 until then."""
         return self._loaded_ns
 
-    def _run(self) -> None:
+    def run(self) -> None:
+        """Load on this thread (`start` runs this on a daemon thread)."""
         try:
             self._tokenizer, self._error = _load(self._spec)
             # Off everyone's path now, rather than inside the first long text's analysis.
@@ -577,8 +579,8 @@ class TokenizerLoader:
 class TokenCounter:
     """Counts text with one tokenizer: cached, capped, chunked, never raising.
 
-    - Strings up to `cacheable_chars` go through an LRU bounded by `cache_entries` and
-      `cache_chars` (the characters it keeps alive); `cache_entries=0` disables it.
+    - Strings up to `cacheable_chars` go through an LRU of `cache_entries` (cache.py; it
+      keeps no text alive); `cache_entries=0` disables it.
     - Texts over `max_bytes` of UTF-8 get the content-aware estimate, `exact=False`.
     - Longer texts than `chunk_chars` are counted in exact chunks (see chunking.py) on up
       to `threads` threads (default min(2, CPUs)), so memory stays bounded. Texts with
@@ -587,8 +589,8 @@ class TokenCounter:
       for 64K), and every other thread of the process waits meanwhile. ASCII text is its
       own UTF-8, so its chunks cost no such wait.
     - An internal error makes that one count an estimate with `exact=False` (logged once).
-    - `pause`, if given, is called before each chunk: where the caller waits for a quiet
-      moment (the analysis helper waits while the application has calls in flight).
+    - `pause`, if given, is called before each chunk: where the caller hands the GIL over
+      (the analysis on a thread of the application).
     """
 
     def __init__(
@@ -600,7 +602,6 @@ class TokenCounter:
         non_ascii_chunk_chars: int = 1 << 16,
         threads: int | None = None,
         cache_entries: int = 4096,
-        cache_chars: int = 8 << 20,
         cacheable_chars: int = 64 << 10,
         pause: Callable[[], None] | None = None,
     ) -> None:
@@ -610,7 +611,6 @@ class TokenCounter:
             ("non_ascii_chunk_chars", non_ascii_chunk_chars, 1),
             ("threads", 1 if threads is None else threads, 1),
             ("cache_entries", cache_entries, 0),
-            ("cache_chars", cache_chars, 0),
             ("cacheable_chars", cacheable_chars, 0),
         ):
             if value < least:
@@ -622,9 +622,9 @@ class TokenCounter:
         self._chunk_chars = chunk_chars
         self._non_ascii_chunk_chars = min(chunk_chars, non_ascii_chunk_chars)
         self._threads = default_threads() if threads is None else threads
-        self._cache: CountCache[TokenCount] = CountCache(cache_entries, cache_chars)
+        self._cache: CountCache[TokenCount] = CountCache(cache_entries)
         self._cache_get = self._cache.get
-        self._cacheable_chars = min(cacheable_chars, cache_chars) if self._cache.enabled else -1
+        self._cacheable_chars = cacheable_chars if self._cache.enabled else -1
         self._failed_once = False
         self._pause = pause
         # The tokenizer's own estimate when it has one (Claude's is calibrated on Claude's

@@ -1,3 +1,6 @@
+# Copyright The mcp-tokens developers
+# SPDX-License-Identifier: Apache-2.0
+
 """The opt-in guard: caps what a tool result or resource read may cost, with a notice.
 
 `build.build_guard` makes one only when a guard setting is on (`Settings.guard_enabled`);

@@ -1,3 +1,6 @@
+# Copyright The mcp-tokens developers
+# SPDX-License-Identifier: Apache-2.0
+
 """The guard's bookkeeping, off the response path: exact removed tokens, metrics, warn logs.
 
 The response path decides with as little counting as a decision needs, so when the guard

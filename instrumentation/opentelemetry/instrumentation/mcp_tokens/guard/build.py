@@ -1,8 +1,13 @@
+# Copyright The mcp-tokens developers
+# SPDX-License-Identifier: Apache-2.0
+
 """Builds the guard from the settings (imported only when a guard setting is on)."""
 
 from __future__ import annotations
 
-from opentelemetry.instrumentation.mcp_tokens.config import Settings
+import functools
+
+from opentelemetry.instrumentation.mcp_tokens.config import ANALYSIS_PROCESS, Settings
 from opentelemetry.instrumentation.mcp_tokens.engine.tokenizer import TokenizerSpec
 from opentelemetry.instrumentation.mcp_tokens.labels import ServerLabels
 from opentelemetry.instrumentation.mcp_tokens.telemetry import GuardInstruments
@@ -12,12 +17,22 @@ from .accountant import Accountant
 from .core import Guard
 from .policy import Policy
 from .results import Assessment, Results
-from .tokens import GuardTokenizer
+from .tokens import GuardTokenizer, Measuring
 
-# How long a result that needs counting waits for the guard's tokenizer on the response
-# path (its load starts with the patches and takes about 0.4 s on an idle machine) before it
-# is delivered unguarded (counted as a `no_exact_tokenizer` failure): at start-up only.
+# How long a result that needs counting waits for the guard's measure on the response path
+# (made ready when the patches are installed: the counting service answers within about a
+# second of its start on an idle machine) before it is delivered unguarded (counted as a
+# `no_exact_tokenizer` failure): at start-up only.
 TOKENIZER_WAIT_S = 2.0
+# How long the guard waits for the counting service to start (off the response path; an
+# answer is waited for TOKENIZER_WAIT_S, on it).
+REMOTE_START_S = 10.0
+
+
+def _remote_measure(settings: Settings) -> Measuring:
+    from .remote import RemoteMeasure  # noqa: PLC0415 -- its sockets only when the guard asks
+
+    return RemoteMeasure(settings, connect_timeout=REMOTE_START_S, answer_timeout=TOKENIZER_WAIT_S)
 
 
 def build_guard(settings: Settings, meter: Meter, labels: ServerLabels) -> Guard:
@@ -26,6 +41,9 @@ def build_guard(settings: Settings, meter: Meter, labels: ServerLabels) -> Guard
         TokenizerSpec(settings.encoding, settings.tokenizer_file, settings.tokenizer_pattern),
         max_bytes=settings.max_bytes,
         wait_s=TOKENIZER_WAIT_S,
+        remote=functools.partial(_remote_measure, settings)
+        if settings.analysis == ANALYSIS_PROCESS
+        else None,
     )
 
     off_path = Results(tokenizer.measure, settings.image_model, tokenizer.size_bound)

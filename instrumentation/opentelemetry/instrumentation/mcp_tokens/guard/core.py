@@ -1,3 +1,6 @@
+# Copyright The mcp-tokens developers
+# SPDX-License-Identifier: Apache-2.0
+
 """The guard: holds tools/call and resources/read results to their limits, on the response path.
 
 `Guard.check(call, result)` returns the result to deliver: the very same object when

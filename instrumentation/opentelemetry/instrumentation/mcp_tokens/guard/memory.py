@@ -1,8 +1,11 @@
+# Copyright The mcp-tokens developers
+# SPDX-License-Identifier: Apache-2.0
+
 """What the guard remembers between results, bounded whatever peers send.
 
 - `Deliveries`: tokens each budget scope has been delivered through the guard, so a
   result is held to what is left of the scope's context window now (the analysis' ledger
-  runs in the helper, after the response, and lags the response path).
+  runs in the counting service, after the response, and lags the response path).
 - `Repeats`: recent calls per (scope, tool, arguments), for the repeat limit.
 
 Both are LRU maps with at most `max_entries` keys, keyed by `engine.ledger.scope_key`

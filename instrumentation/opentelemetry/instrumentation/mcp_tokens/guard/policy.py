@@ -1,3 +1,6 @@
+# Copyright The mcp-tokens developers
+# SPDX-License-Identifier: Apache-2.0
+
 """What the guard enforces: the modes, each tool's limit, and the notice the model reads."""
 
 from __future__ import annotations

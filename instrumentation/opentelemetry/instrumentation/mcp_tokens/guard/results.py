@@ -1,3 +1,6 @@
+# Copyright The mcp-tokens developers
+# SPDX-License-Identifier: Apache-2.0
+
 """Measuring a tools/call or resources/read result against a limit, and cutting it to fit.
 
 Results are wire dicts, read by the block rules of docs/telemetry.md (engine/blocks.py):
@@ -25,7 +28,7 @@ from opentelemetry.instrumentation.mcp_tokens.engine.blocks import Block, BlockT
 from opentelemetry.instrumentation.mcp_tokens.engine.estimate import estimate_tokens
 from opentelemetry.instrumentation.mcp_tokens.engine.images import ImageModel, estimate_audio, estimate_image
 
-from .tokens import Measure
+from .tokens import Measuring
 
 TOOLS_CALL = "tools/call"
 RESOURCES_READ = "resources/read"
@@ -70,7 +73,7 @@ class Shaped:
 
 
 class Results:
-    """Reads, counts and cuts results with one `Measure` and one image formula.
+    """Reads, counts and cuts results with one measure (guard/tokens.py) and one image formula.
 
     `measure` is called only when something must be counted: a result that fits by its
     size alone never waits for the tokenizer.
@@ -78,7 +81,7 @@ class Results:
 
     def __init__(
         self,
-        measure: Callable[[], Measure],
+        measure: Callable[[], Measuring],
         image_model: ImageModel,
         size_bound: Callable[[str, int], int] | None = None,
     ) -> None:
@@ -89,7 +92,7 @@ class Results:
         self._text_bound = size_bound or _utf8_size_upto
 
     @property
-    def _measure(self) -> Measure:
+    def _measure(self) -> Measuring:
         return self._get_measure()
 
     # --- reading ---------------------------------------------------------------------

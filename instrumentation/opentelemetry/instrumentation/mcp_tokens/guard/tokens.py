@@ -1,22 +1,27 @@
-"""Exact counts and cuts for the guard, in the application's process, as bounded as they can be.
+# Copyright The mcp-tokens developers
+# SPDX-License-Identifier: Apache-2.0
 
-The analysis counts in its helper process, after the response; the guard must decide on
-the response path, so it keeps a tokenizer of its own (`TokenizerLoader`, started on a
-daemon thread when the patches are installed with a guard on) and counts only what deciding and
-cutting need. `Measure` works with any `CuttingTokenizer` (engine/tokenizer.py): tiktoken
-encodings and Claude's.
+"""Exact counts and cuts for the guard, as bounded as they can be.
+
+The analysis counts after the response; the guard must decide on the response path. It
+asks the user's counting service (counting/guard_server.py, which answers at normal
+priority) or, where no service can run, a tokenizer of this process; either is made ready
+on a daemon thread when the patches are installed with a guard on. `Measure` works with any
+exact `CuttingTokenizer` (engine/tokenizer.py): tiktoken encodings and Claude's. It counts
+only what deciding and cutting need.
 
 With a tiktoken encoding every token is at least one byte and at most its longest token
 (128 bytes for o200k_base and cl100k_base), so:
 
-- a text whose UTF-8 size is at most the budget fits;
-- a text longer than the budget times the longest token cannot fit;
+- a text whose UTF-8 size is at most the budget fits, without asking anyone;
+- a text longer than the budget times the longest token cannot fit, likewise;
 - otherwise the text is counted in growing prefixes that end at exact cut points
   (engine/chunking.py: the count of a prefix ending there is a lower bound of the whole
   text's), stopping as soon as one exceeds the budget.
 
-Claude's tokens have no such bound (its word markers cost tokens without bytes), so a
-text is counted whole, after a one-pass lower bound (`min_tokens`) rules out the hopeless.
+Claude's tokens have no such bound (its word markers cost tokens without bytes): a text
+fits without a question only below a bound per character (`max_tokens`), and is otherwise
+counted whole, after a one-pass lower bound (`min_tokens`) rules out the hopeless.
 
 A cut is made where the tokenizer says (a token boundary of the text's own tokenization
 for tiktoken; a searched prefix for Claude), at a character, and the prefix is then counted
@@ -31,12 +36,14 @@ from __future__ import annotations
 import logging
 import threading
 from collections.abc import Callable
+from typing import Protocol
 
 from opentelemetry.instrumentation.mcp_tokens.engine.chunking import next_cut
 from opentelemetry.instrumentation.mcp_tokens.engine.claude_names import is_claude, max_tokens
 from opentelemetry.instrumentation.mcp_tokens.engine.tokenizer import (
     CuttingTokenizer,
     TokenCounter,
+    Tokenizer,
     TokenizerLoader,
     TokenizerSpec,
     first_prefix_chars,
@@ -53,55 +60,94 @@ class InexactCount(Exception):
     """The counter fell back to an estimate for a text: the guard cannot hold a limit."""
 
 
-class GuardTokenizer:
-    """The guard's tokenizer: loaded on a daemon thread, waited for a bounded time."""
+class Measuring(Protocol):
+    """What the guard needs of a tokenizer: `Measure` here, or the counting service's."""
 
-    def __init__(self, spec: TokenizerSpec, *, max_bytes: int, wait_s: float) -> None:
-        self._loader = TokenizerLoader(spec)
+    name: str
+    # Every token spans at most this many UTF-8 bytes; None where no such bound holds.
+    max_token_bytes: int | None
+
+    def count(self, text: str) -> int: ...
+
+    def count_upto(self, text: str, budget: int) -> int | None: ...
+
+    def prefix(self, text: str, budget: int) -> tuple[int, int]: ...
+
+
+class GuardTokenizer:
+    """The guard's measure, made ready on a daemon thread and waited for a bounded time: the
+    counting service's (`remote`, which raises when no service can run), else a `Measure`
+    of this process's own tokenizer."""
+
+    def __init__(
+        self,
+        spec: TokenizerSpec,
+        *,
+        max_bytes: int,
+        wait_s: float,
+        remote: Callable[[], Measuring] | None = None,
+    ) -> None:
+        self._spec = spec
         self._max_bytes = max_bytes
         self._wait_s = wait_s
-        self._measure: Measure | None = None
-        self._failed = False
+        self._remote = remote
+        self._measure: Measuring | None = None
+        self._ready = threading.Event()
+        self._thread: threading.Thread | None = None
         self._lock = threading.Lock()
 
     def start(self) -> None:
-        self._loader.start()
+        with self._lock:
+            if self._thread is None:
+                self._thread = threading.Thread(
+                    target=self._prepare, name="mcp-tokens-guard-tokens", daemon=True
+                )
+                self._thread.start()
 
     @property
     def size_bound(self) -> Callable[[str, int], int] | None:
         """`bound(text, limit)`: an upper bound of the tokens of `text` from its size alone,
-        known before the tokenizer loads; None for the default (its UTF-8 size)."""
-        spec = self._loader.spec
-        if spec.path is None and is_claude(spec.encoding):
+        known before anything is ready; None for the default (its UTF-8 size)."""
+        if self._spec.path is None and is_claude(self._spec.encoding):
             return _claude_bound
         return None
 
     def wait(self, timeout: float | None = None) -> bool:
-        """Wait until the tokenizer has loaded (tests, benchmarks); whether it has."""
-        return self._loader.wait(timeout)
+        """Wait until the measure is ready (tests, benchmarks); whether it is."""
+        self.start()
+        return self._ready.wait(timeout)
 
-    def measure(self) -> Measure:
-        """The ready `Measure`; raises TokenizerUnavailable when none is (or will be)."""
-        measure = self._measure
-        if measure is not None:
-            return measure
-        if self._failed or not self._loader.wait(self._wait_s):
-            raise TokenizerUnavailable("the guard's tokenizer is not loaded yet")
-        with self._lock:
-            if self._measure is None and not self._failed:
-                self._measure = _measure_of(self._loader, self._max_bytes)
-                self._failed = self._measure is None
-        if self._measure is None:
-            raise TokenizerUnavailable("no exact tokenizer the guard can cut with could load")
+    def measure(self) -> Measuring:
+        """The ready measure; raises TokenizerUnavailable when none is (or will be)."""
+        self.start()
+        if not self._ready.wait(self._wait_s) or self._measure is None:
+            raise TokenizerUnavailable("the guard's tokenizer is not ready")
         return self._measure
+
+    def _prepare(self) -> None:
+        try:
+            if self._remote is not None:
+                try:
+                    self._measure = self._remote()
+                    return
+                except TokenizerUnavailable as exc:  # the service runs, but cannot cut with it
+                    _logger.warning("mcp-tokens: results are delivered unguarded (%s)", exc)
+                    return
+                except Exception as exc:
+                    _logger.warning("mcp-tokens: the guard counts in this process (%s)", exc)
+            loader = TokenizerLoader(self._spec)
+            loader.run()
+            self._measure = measure_of(loader.tokenizer(), self._max_bytes)
+        finally:
+            self._ready.set()
 
 
 def _claude_bound(text: str, limit: int) -> int:
     return max_tokens(text)
 
 
-def _measure_of(loader: TokenizerLoader, max_bytes: int) -> Measure | None:
-    tokenizer = loader.tokenizer()
+def measure_of(tokenizer: Tokenizer, max_bytes: int) -> Measure | None:
+    """A `Measure` over `tokenizer`, or None (logged) when the guard cannot cut with it."""
     if not tokenizer.exact or not isinstance(tokenizer, CuttingTokenizer):
         _logger.warning(
             "mcp-tokens: the guard needs an exact tokenizer it can cut with (a tiktoken encoding or "

@@ -1,3 +1,6 @@
+# Copyright The mcp-tokens developers
+# SPDX-License-Identifier: Apache-2.0
+
 """One patch module per MCP SDK line; `select_patcher` picks by the installed `mcp` version."""
 
 from __future__ import annotations

@@ -1,3 +1,6 @@
+# Copyright The mcp-tokens developers
+# SPDX-License-Identifier: Apache-2.0
+
 """The one call every patch makes to deliver a result through the guard (when one is on)."""
 
 from __future__ import annotations

@@ -1,3 +1,6 @@
+# Copyright The mcp-tokens developers
+# SPDX-License-Identifier: Apache-2.0
+
 """Patches for the MCP Python SDK 1.x (1.23 and later), client and server side.
 
 mcp 1.x emits no spans, so this module creates them per the MCP semantic conventions:

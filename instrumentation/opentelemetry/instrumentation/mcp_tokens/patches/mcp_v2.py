@@ -1,3 +1,6 @@
+# Copyright The mcp-tokens developers
+# SPDX-License-Identifier: Apache-2.0
+
 """mcp 2.x (2.0 to 2.3): token telemetry on the SDK's own spans, client and server side.
 
 `McpV2Patcher(pipeline, tracer).patch()` wraps, in the installed SDK:

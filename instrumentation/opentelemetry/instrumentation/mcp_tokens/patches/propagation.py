@@ -1,3 +1,6 @@
+# Copyright The mcp-tokens developers
+# SPDX-License-Identifier: Apache-2.0
+
 """Trace context and baggage in MCP `params._meta` (SEP-414), for any SDK line.
 
 The sender injects `traceparent`, `tracestate` and `baggage` with the configured global

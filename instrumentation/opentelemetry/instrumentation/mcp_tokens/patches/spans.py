@@ -1,3 +1,6 @@
+# Copyright The mcp-tokens developers
+# SPDX-License-Identifier: Apache-2.0
+
 """MCP semantic-convention rules for the spans mcp-tokens creates, for any SDK line.
 
 Names are `{mcp.method.name} {target}` (the tool or prompt) or `{mcp.method.name}`.

@@ -1,3 +1,6 @@
+# Copyright The mcp-tokens developers
+# SPDX-License-Identifier: Apache-2.0
+
 """Which transport carries an mcp 1.x session: network attributes and the session id.
 
 A 1.x session only holds its read/write memory streams, so the transport entry points

@@ -1,3 +1,6 @@
+# Copyright The mcp-tokens developers
+# SPDX-License-Identifier: Apache-2.0
+
 """mcp 1.x: requests this process sends, as CLIENT spans and exchanges.
 
 `BaseSession.send_request` is the funnel for every request a ClientSession sends, and for
@@ -21,18 +24,18 @@ from typing import TYPE_CHECKING, Any
 from opentelemetry import trace
 from opentelemetry.instrumentation.mcp_tokens import semconv
 from opentelemetry.instrumentation.mcp_tokens.exchange import Exchange, Side
-from opentelemetry.instrumentation.mcp_tokens.pipeline import Pipeline
 from opentelemetry.instrumentation.mcp_tokens.scope import BudgetRef
-from opentelemetry.trace import Span, SpanKind, Tracer
+from opentelemetry.trace import Span, SpanKind
 
 from . import spans, v1_requests
 from .guarding import guarded
 from .guarding import replaced_argument as _replaced
 from .propagation import explicit_budget_scope, inject_meta
-from .v1_sessions import SessionState, SessionTracker
+from .v1_handlers import RequestHandlers
+from .v1_sessions import SessionState
 
 if TYPE_CHECKING:
-    from opentelemetry.instrumentation.mcp_tokens.guard.core import Guard
+    pass
 
 _logger = logging.getLogger(__name__)
 
@@ -46,24 +49,7 @@ class _Outgoing:
     uri: str | None = None
 
 
-class OutgoingRequests:
-    def __init__(
-        self,
-        pipeline: Pipeline,
-        tracer: Tracer,
-        sdk: Any,
-        sessions: SessionTracker,
-        is_on: Callable[[], bool],
-        *,
-        guard: Guard | None = None,
-    ) -> None:
-        self._pipeline = pipeline
-        self._tracer = tracer
-        self._sdk = sdk
-        self._sessions = sessions
-        self._is_on = is_on
-        self._guard = guard
-
+class OutgoingRequests(RequestHandlers):
     # --- BaseSession.send_request ----------------------------------------------------------
     async def send_request(
         self, wrapped: Callable[..., Any], instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]

@@ -1,3 +1,6 @@
+# Copyright The mcp-tokens developers
+# SPDX-License-Identifier: Apache-2.0
+
 """What a typed mcp 1.x request tells telemetry, and its copy with a new `_meta`.
 
 Everything here is cheap on the caller's path: the tools/call arguments are referenced,

@@ -1,3 +1,6 @@
+# Copyright The mcp-tokens developers
+# SPDX-License-Identifier: Apache-2.0
+
 """The mcp 1.x classes the 1.x patches use, loaded at patch time.
 
 Loaded by name rather than imported at module level: the package type-checks and imports

@@ -1,3 +1,6 @@
+# Copyright The mcp-tokens developers
+# SPDX-License-Identifier: Apache-2.0
+
 """mcp 1.x: requests this process receives, as SERVER spans and exchanges.
 
 Where a received request starts:
@@ -26,18 +29,18 @@ from opentelemetry import trace
 from opentelemetry.context import Context
 from opentelemetry.instrumentation.mcp_tokens import semconv
 from opentelemetry.instrumentation.mcp_tokens.exchange import RESPONSE_KINDS, Exchange, Side
-from opentelemetry.instrumentation.mcp_tokens.pipeline import Pipeline
 from opentelemetry.instrumentation.mcp_tokens.scope import BudgetRef
-from opentelemetry.trace import Link, Span, SpanKind, Tracer
+from opentelemetry.trace import Link, Span, SpanKind
 
 from . import spans, v1_requests
 from .guarding import guarded
 from .guarding import replaced_argument as _replaced
 from .propagation import budget_scope_of, extract_headers, extract_parent
-from .v1_sessions import SessionState, SessionTracker
+from .v1_handlers import RequestHandlers
+from .v1_sessions import SessionState
 
 if TYPE_CHECKING:
-    from opentelemetry.instrumentation.mcp_tokens.guard.core import Guard
+    pass
 
 _logger = logging.getLogger(__name__)
 
@@ -57,23 +60,9 @@ class _Incoming:
     owns_scope: bool = False
 
 
-class IncomingRequests:
-    def __init__(
-        self,
-        pipeline: Pipeline,
-        tracer: Tracer,
-        sdk: Any,
-        sessions: SessionTracker,
-        is_on: Callable[[], bool],
-        *,
-        guard: Guard | None = None,
-    ) -> None:
-        self._pipeline = pipeline
-        self._tracer = tracer
-        self._sdk = sdk
-        self._sessions = sessions
-        self._is_on = is_on
-        self._guard = guard
+class IncomingRequests(RequestHandlers):
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
         self._calls: weakref.WeakKeyDictionary[Any, _Incoming] = weakref.WeakKeyDictionary()
 
     # --- where requests start -------------------------------------------------------------

@@ -1,3 +1,6 @@
+# Copyright The mcp-tokens developers
+# SPDX-License-Identifier: Apache-2.0
+
 """Per-session state of mcp 1.x sessions, and the session-duration metrics.
 
 A 1.x `ClientSession` or `ServerSession` does not keep what telemetry needs (the

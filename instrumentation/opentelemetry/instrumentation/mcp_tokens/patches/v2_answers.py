@@ -1,3 +1,6 @@
+# Copyright The mcp-tokens developers
+# SPDX-License-Identifier: Apache-2.0
+
 """mcp 2.x client side: the requests a server sends its client, answered by the client.
 
 Handshake-era servers send them over the back-channel: `ClientSession._on_request(dctx,
@@ -27,7 +30,6 @@ from .propagation import extract_parent
 from .v2_client_call import INPUT_PARENT, ClientCall, Reporter, SessionInfo, current, server_name_of
 from .v2_common import meta_of, reset_quietly, safely
 from .v2_spans import Handoff
-from .v2_transport import DIRECT_DISPATCH
 
 Wrapped = Callable[..., Any]
 
@@ -107,7 +109,6 @@ class AnswerHooks:
             request=params,
             server_name=(info.server_name if info is not None else None) or server_name_of(session),
             metric_attributes=metric,
-            in_process=DIRECT_DISPATCH.get(),
         )
         exchange.operation_side = Side.SERVER  # the client is this request's receiver
         call = ClientCall(exchange, Handoff(self._reporter.pipeline, exchange), info=info)

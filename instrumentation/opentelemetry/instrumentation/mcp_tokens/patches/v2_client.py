@@ -1,3 +1,6 @@
+# Copyright The mcp-tokens developers
+# SPDX-License-Identifier: Apache-2.0
+
 """mcp 2.x client side: one `Exchange` per request a dispatcher sends, on one CLIENT span.
 
 Every request a 2.x peer sends goes through its dispatcher's `send_raw_request`, which
@@ -52,7 +55,7 @@ from .v2_common import (
 from .v2_server import LoopSession
 from .v2_server_call import current_server_call
 from .v2_spans import Adoption, Handoff, adopting_otel_span
-from .v2_transport import CLIENT_TRANSPORT, DIRECT_DISPATCH, NO_TRANSPORT
+from .v2_transport import CLIENT_TRANSPORT, NO_TRANSPORT
 from .wrapping import PatchSet
 
 if TYPE_CHECKING:
@@ -157,21 +160,13 @@ class ClientHooks:
         call = safely(self._begin, dispatcher, args, kwargs)
         if call is None:
             return await wrapped(*args, **kwargs)
+        # The SDK opens its CLIENT span inside; _claim_span adopts it for this call.
         token = _PENDING.set(call)
         try:
-            result = await wrapped(*args, **kwargs)
-        except BaseException as exc:
-            safely(self._reporter.failed, call, exc)
-            raise
-        else:
-            if self._guard is not None:
-                result = self._guarded(call, result)
-            safely(self._reporter.succeeded, call, result)
-            return result
+            return await self._send(call, wrapped, args, kwargs)
         finally:
             reset_quietly(_PENDING, token)
-            safely(self._reporter.close, call)
-            call.handoff.abandon()  # only acts when close failed before submitting
+            self._close(call)
 
     async def _send_direct(
         self, wrapped: Wrapped, dispatcher: Any, args: tuple[Any, ...], kwargs: dict[str, Any]
@@ -179,24 +174,34 @@ class ClientHooks:
         call = safely(self._begin, dispatcher, args, kwargs)
         if call is None:
             return await wrapped(*args, **kwargs)
+        # In-process dispatch opens no span and carries no trace context: ours, injected.
         span = safely(self._reporter.open_span, call, SpanKind.CLIENT, None)
         args, kwargs = safely(_inject, call, span, args, kwargs) or (args, kwargs)
-        direct = DIRECT_DISPATCH.set(True)
         try:
             with current(span):
-                result = await wrapped(*args, **kwargs)
+                return await self._send(call, wrapped, args, kwargs)
+        finally:
+            self._close(call)
+
+    async def _send(
+        self, call: ClientCall, wrapped: Wrapped, args: tuple[Any, ...], kwargs: dict[str, Any]
+    ) -> Any:
+        """Send the request through either dispatcher and report how it ended; the result
+        the application gets is the guard's, when one is on."""
+        try:
+            result = await wrapped(*args, **kwargs)
         except BaseException as exc:
             safely(self._reporter.failed, call, exc)
             raise
-        else:
-            if self._guard is not None:
-                result = self._guarded(call, result)
-            safely(self._reporter.succeeded, call, result)
-            return result
-        finally:
-            reset_quietly(DIRECT_DISPATCH, direct)
-            safely(self._reporter.close, call)
-            call.handoff.abandon()
+        if self._guard is not None:
+            result = self._guarded(call, result)
+        safely(self._reporter.succeeded, call, result)
+        return result
+
+    def _close(self, call: ClientCall) -> None:
+        """Hand the call over, once its span is no longer the current one."""
+        safely(self._reporter.close, call)
+        call.handoff.abandon()  # only acts when close failed before submitting
 
     def _guarded(self, call: ClientCall, result: object) -> object:
         """The raw result after the guard: what the application receives (the client's own

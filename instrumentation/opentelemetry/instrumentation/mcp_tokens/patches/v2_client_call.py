@@ -1,3 +1,6 @@
+# Copyright The mcp-tokens developers
+# SPDX-License-Identifier: Apache-2.0
+
 """One request on the mcp 2.x client side, and how its outcome reaches span and pipeline.
 
 Shared by the requests a dispatcher sends (`v2_client`) and the requests the client

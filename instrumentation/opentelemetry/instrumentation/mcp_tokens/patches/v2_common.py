@@ -1,3 +1,6 @@
+# Copyright The mcp-tokens developers
+# SPDX-License-Identifier: Apache-2.0
+
 """Small readers of mcp 2.x wire dicts shared by the client and server patches.
 
 Everything here reads peer-supplied JSON, so every accessor tolerates missing keys and

@@ -1,3 +1,6 @@
+# Copyright The mcp-tokens developers
+# SPDX-License-Identifier: Apache-2.0
+
 """mcp 2.x server side: one `Exchange` per inbound request, on the SDK's or fastmcp's span.
 
 Every inbound message of every transport runs `ServerRunner._on_request`, which composes
@@ -45,7 +48,6 @@ from .v2_common import import_optional, meta_of, reset_quietly, resource_uri_of,
 from .v2_server_call import CURRENT_CALL, ServerCall
 from .v2_spans import Adoption, adopting_otel_span
 from .v2_transport import (
-    DIRECT_DISPATCH,
     NO_TRANSPORT,
     SERVER_TRANSPORT,
     TransportInfo,
@@ -192,7 +194,6 @@ class ServerHooks:
                 server_name=getattr(runner.server, "name", None),
                 budget=budget,
                 metric_attributes=metric,
-                in_process=DIRECT_DISPATCH.get(),
             )
             call = ServerCall(
                 runner, ctx, exchange, pipeline=self._pipeline, transport=transport, mcp_error=self._mcp_error

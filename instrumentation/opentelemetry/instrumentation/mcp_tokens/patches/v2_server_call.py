@@ -1,3 +1,6 @@
+# Copyright The mcp-tokens developers
+# SPDX-License-Identifier: Apache-2.0
+
 """One inbound request on the mcp 2.x server side, from the chain's outer end to its span's end.
 
 `ServerHooks` (v2_server) opens a `ServerCall` around the middleware chain; the call

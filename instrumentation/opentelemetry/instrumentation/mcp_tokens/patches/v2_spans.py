@@ -1,3 +1,6 @@
+# Copyright The mcp-tokens developers
+# SPDX-License-Identifier: Apache-2.0
+
 """Spans the SDK (or fastmcp) creates and would end itself, kept open until the counts are on.
 
 mcp 2.x ends its own CLIENT and SERVER spans on the response path, before the analysis

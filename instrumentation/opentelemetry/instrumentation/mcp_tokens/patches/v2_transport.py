@@ -1,3 +1,6 @@
+# Copyright The mcp-tokens developers
+# SPDX-License-Identifier: Apache-2.0
+
 """Which transport an mcp 2.x session runs on: the semconv `network.*` and `server.*` facts.
 
 Neither `ClientSession` nor `ServerRunner` knows its transport, but every transport is
@@ -58,11 +61,6 @@ CLIENT_TRANSPORT: ContextVar[TransportInfo | None] = ContextVar(
 SERVER_TRANSPORT: ContextVar[TransportInfo | None] = ContextVar(
     "mcp_tokens_v2_server_transport", default=None
 )
-# True while a request goes through the SDK's in-memory dispatch (`DirectDispatcher`): it
-# calls the peer's handler inline, in the sender's context, so the peer (a server in this
-# process, or a client answering its in-process server) sees it. Its response is handed
-# over as Python values: no transport to cross.
-DIRECT_DISPATCH: ContextVar[bool] = ContextVar("mcp_tokens_v2_direct_dispatch", default=False)
 
 
 def http_client_transport(url: object, protocol_version: str | None = None) -> TransportInfo:

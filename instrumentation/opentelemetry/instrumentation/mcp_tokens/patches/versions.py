@@ -1,3 +1,6 @@
+# Copyright The mcp-tokens developers
+# SPDX-License-Identifier: Apache-2.0
+
 """Which MCP SDK is installed: read by the instrumentor to pick a patcher, and by each patcher
 to refuse a line it cannot handle."""
 

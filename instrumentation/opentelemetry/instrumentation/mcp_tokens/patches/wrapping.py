@@ -1,3 +1,6 @@
+# Copyright The mcp-tokens developers
+# SPDX-License-Identifier: Apache-2.0
+
 """Patches that `uninstrument()` can undo exactly.
 
 Every patch goes through `PatchSet.wrap`, which records the attribute's original value

@@ -1,0 +1,327 @@
+# Copyright The mcp-tokens developers
+# SPDX-License-Identifier: Apache-2.0
+
+"""Counting under saturation: `python -m tests.bench.saturation`.
+
+A 2-worker gunicorn server (uvicorn workers, stateless streamable HTTP,
+`tests.bench.saturation_app`) is driven by 8 concurrent clients for 20 s, each calling
+`records` as fast as it answers (results of 2-12 KB of JSON text, plus the same records as
+structuredContent). Plain (`opentelemetry-instrument`, mcp-tokens disabled: the MCP SDK's
+own spans cost the same in both) and instrumented (mcp-tokens on, `--metrics_exporter
+mcp_tokens_prometheus`, a counting service of its own) runs alternate, so both see the same
+machine; the server's CPU per call is read from /proc. The clients speak raw JSON-RPC over
+HTTP (tests/e2e/raw_mcp.py): an SDK client would spend more CPU than the server it loads.
+
+For each instrumented run, once the load stops, the endpoint is scraped until every
+`tools/call` response is in `mcp_tokens_payload` (or 180 s passed), and the table gives:
+the calls made; the responses recorded; their token sum against what the clients received
+(o200k_base, the block rules of docs/telemetry.md); the share counted exactly (the rest is
+estimated: `mcp_tokens_encoding="estimate"`); and how long after the load the last count
+arrived. The floors: throughput at least 0.95 of plain (medians), every response recorded,
+sums within 10%.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import os
+import shutil
+import signal
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import urllib.request
+from collections import Counter
+from dataclasses import dataclass
+from pathlib import Path
+
+from prometheus_client.parser import text_string_to_metric_families
+
+from examples.processes import HOST, REPO_ROOT, Child, child_env, free_port, launcher
+from tests.e2e.expected import result_tokens
+from tests.e2e.raw_mcp import RawSession
+
+from ._doc import add_markdown_option, table, write_section
+from .saturation_app import result_of
+
+WORKERS = 2
+CLIENTS = 8
+SEEDS = 100
+STARTUP_TIMEOUT_S = 60.0
+CATCH_UP_TIMEOUT_S = 180.0
+FLOORS = {"throughput": 0.95, "sum_error": 0.10}
+# Variants beside the two compared (`--variants`), to see where time goes.
+EXTRA_ENV = {
+    "plain": {"OTEL_PYTHON_DISABLED_INSTRUMENTATIONS": "mcp_tokens"},
+    "thread": {"OTEL_INSTRUMENTATION_MCP_TOKENS_ANALYSIS": "thread"},
+}
+
+
+@dataclass
+class Run:
+    variant: str
+    calls: int
+    seconds: float
+    seeds: Counter[int]
+    recorded: int = 0
+    recorded_tokens: float = 0.0
+    exact: int = 0
+    catch_up_s: float | None = None
+    server_cpu_s: float = 0.0  # the server's processes, during the load
+
+    @property
+    def cpu_ms_per_call(self) -> float:
+        return 1000 * self.server_cpu_s / self.calls
+
+    @property
+    def rate(self) -> float:
+        return self.calls / self.seconds
+
+
+def drive(port: int, seconds: float) -> tuple[int, float, Counter[int]]:
+    """CLIENTS threads calling `records` until `seconds` have passed; (calls, seconds, seeds)."""
+    seeds: Counter[int] = Counter()
+    lock = threading.Lock()
+    failures: list[str] = []
+    started = time.monotonic()
+    deadline = started + seconds
+
+    def client(index: int) -> None:
+        session = RawSession(port)
+        mine: Counter[int] = Counter()
+        try:
+            session.initialize()
+            call = index
+            while time.monotonic() < deadline:
+                seed = call % SEEDS
+                session.call_tool("records", {"seed": seed})
+                mine[seed] += 1
+                call += CLIENTS
+        except Exception as exc:  # reported below: a failed run must not pass
+            failures.append(f"client {index}: {exc!r}")
+        finally:
+            with contextlib.suppress(Exception):
+                session.close()
+            with lock:
+                seeds.update(mine)
+
+    threads = [threading.Thread(target=client, args=(index,)) for index in range(CLIENTS)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    if failures:
+        raise RuntimeError("; ".join(failures[:3]))
+    return sum(seeds.values()), time.monotonic() - started, seeds
+
+
+def responses(metrics_port: int) -> tuple[int, float, int]:
+    """(responses recorded, their token sum, those counted exactly) of tools/call, scraped."""
+    with urllib.request.urlopen(f"http://{HOST}:{metrics_port}/metrics", timeout=10) as page:
+        text = page.read().decode()
+    count, total, exact = 0, 0.0, 0
+    for family in text_string_to_metric_families(text):
+        if family.name != "mcp_tokens_payload":
+            continue
+        for sample in family.samples:
+            labels = sample.labels
+            if (
+                labels.get("mcp_method_name") != "tools/call"
+                or labels.get("mcp_tokens_direction") != "response"
+            ):
+                continue
+            if sample.name.endswith("_count"):
+                count += int(sample.value)
+                if labels.get("mcp_tokens_encoding") != "estimate":
+                    exact += int(sample.value)
+            elif sample.name.endswith("_sum"):
+                total += sample.value
+    return count, total, exact
+
+
+def server_command(variant: str, port: int) -> list[str]:
+    gunicorn = [str(Path(sys.executable).with_name("gunicorn")), "-k", "uvicorn_worker.UvicornWorker"]
+    gunicorn += ["-w", str(WORKERS), "-b", f"{HOST}:{port}", "tests.bench.saturation_app:app"]
+    if variant == "bare":
+        return gunicorn
+    otel = [launcher(), "--traces_exporter", "none", "--logs_exporter", "none"]
+    exporter = "none" if variant == "plain" else "mcp_tokens_prometheus"
+    return [*otel, "--metrics_exporter", exporter, *gunicorn]
+
+
+def run(variant: str, seconds: float, warmup: float, workdir: Path) -> Run:
+    """One server, warmed up (the counting service started), then loaded for `seconds`."""
+    port, metrics_port = free_port(), free_port()
+    counter_dir = workdir / f"counter-{time.monotonic_ns()}"
+    env = {
+        **EXTRA_ENV.get(variant, {}),
+        "OTEL_INSTRUMENTATION_MCP_TOKENS_COUNTER_DIR": str(counter_dir),
+        "OTEL_EXPORTER_PROMETHEUS_HOST": HOST,
+        "OTEL_EXPORTER_PROMETHEUS_PORT": str(metrics_port),
+    }
+    log = workdir / f"{variant}.log"
+    with log.open("ab") as out:
+        process = subprocess.Popen(
+            server_command(variant, port), cwd=REPO_ROOT, env=child_env(env), stdout=out, stderr=out
+        )
+    child = Child(f"gunicorn ({variant})", process, log, (port,))
+    try:
+        child.wait_ready(STARTUP_TIMEOUT_S)
+        warm_calls, _, warm_seeds = drive(port, warmup)
+        cpu_before = tree_cpu_s(process.pid)
+        calls, elapsed, seeds = drive(port, seconds)
+        result = Run(
+            variant, calls, elapsed, seeds + warm_seeds, server_cpu_s=tree_cpu_s(process.pid) - cpu_before
+        )
+        if variant in ("instrumented", "thread"):
+            catch_up(result, warm_calls + calls, metrics_port)
+        return result
+    finally:
+        child.stop()
+        stop_service(counter_dir)
+
+
+def tree_cpu_s(pid: int) -> float:
+    """User and system CPU of `pid` and its descendants so far (Linux /proc)."""
+    total, pending = 0, [pid]
+    tick = os.sysconf("SC_CLK_TCK")
+    while pending:
+        current = pending.pop()
+        with contextlib.suppress(OSError, ValueError, IndexError):
+            fields = Path(f"/proc/{current}/stat").read_text().rsplit(")", 1)[1].split()
+            total += int(fields[11]) + int(fields[12])
+            for children in Path(f"/proc/{current}/task").glob("*/children"):
+                pending.extend(int(child) for child in children.read_text().split())
+    return total / tick
+
+
+def catch_up(result: Run, calls: int, metrics_port: int) -> None:
+    """Scrape until every call is recorded, or CATCH_UP_TIMEOUT_S passed."""
+    started = time.monotonic()
+    while True:
+        result.recorded, result.recorded_tokens, result.exact = responses(metrics_port)
+        if result.recorded >= calls:
+            result.catch_up_s = time.monotonic() - started
+            return
+        if time.monotonic() - started > CATCH_UP_TIMEOUT_S:
+            return
+        time.sleep(0.5)
+
+
+def stop_service(directory: Path) -> None:
+    needle = os.fsencode(directory)
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            with contextlib.suppress(OSError):
+                if needle in (entry / "cmdline").read_bytes():
+                    os.kill(int(entry.name), signal.SIGTERM)
+
+
+def expected_tokens(seeds: Counter[int]) -> int:
+    tokens = {seed: result_tokens(result_of(seed)) for seed in seeds}
+    return sum(tokens[seed] * calls for seed, calls in seeds.items())
+
+
+@dataclass(frozen=True)
+class Verdict:
+    ratio: float
+    rows: list[list[str]]
+    missed: list[str]
+
+
+def judge(runs: list[Run]) -> Verdict:
+    plain = statistics.median(r.rate for r in runs if r.variant == "plain")
+    instrumented = [r for r in runs if r.variant == "instrumented"]
+    ratio = statistics.median(r.rate for r in instrumented) / plain
+    missed = [] if ratio >= FLOORS["throughput"] else [f"throughput {ratio:.3f} of plain"]
+    rows = []
+    for index, r in enumerate(instrumented, 1):
+        calls = sum(r.seeds.values())
+        expected = expected_tokens(r.seeds)
+        error = r.recorded_tokens / expected - 1 if expected else 0.0
+        if r.recorded != calls:
+            missed.append(f"run {index}: {r.recorded} of {calls} responses recorded")
+        if abs(error) > FLOORS["sum_error"]:
+            missed.append(f"run {index}: token sum {error:+.1%}")
+        rows.append(
+            [
+                str(index),
+                f"{r.rate:.0f}",
+                f"{calls:,}",
+                f"{r.recorded:,}",
+                f"{expected:,}",
+                f"{error:+.2%}",
+                f"{r.exact / r.recorded:.0%}" if r.recorded else "-",
+                "-" if r.catch_up_s is None else f"{r.catch_up_s:.0f}",
+            ]
+        )
+    return Verdict(ratio, rows, missed)
+
+
+def render(runs: list[Run], verdict: Verdict) -> str:
+    rates = [[r.variant, f"{r.rate:.0f}", f"{r.calls:,}", f"{r.cpu_ms_per_call:.2f}"] for r in runs]
+    header = [
+        "run",
+        "calls/s",
+        "calls",
+        "recorded",
+        "tokens received",
+        "recorded sum",
+        "exact",
+        "last count, s",
+    ]
+    return (
+        table(["variant (in the order run)", "calls/s", "calls", "server CPU per call, ms"], rates)
+        + f"\n\nInstrumented throughput over plain (medians): {verdict.ratio:.3f} "
+        + f"(floor {FLOORS['throughput']}).\n\n"
+        + table(header, verdict.rows)
+        + "\n\n`calls` includes the warm-up; `exact` is the share of responses counted exactly once the "
+        + "load stopped (the rest estimated); `last count` is how long after the load it arrived."
+    )
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(
+        description="Counting under saturation: plain and instrumented, alternating."
+    )
+    parser.add_argument("--seconds", type=float, default=20.0, help="load per run (default 20)")
+    parser.add_argument("--warmup", type=float, default=3.0, help="calls before the load (default 3 s)")
+    parser.add_argument("--rounds", type=int, default=2, help="plain/instrumented pairs (default 2)")
+    parser.add_argument(
+        "--variants",
+        default="plain,instrumented",
+        help="run in turn (default plain,instrumented; also bare: no OpenTelemetry, thread: ANALYSIS=thread)",
+    )
+    add_markdown_option(parser)
+    args = parser.parse_args()
+    workdir = Path(tempfile.mkdtemp(prefix="mct-saturation-"))
+    try:
+        runs = []
+        variants = args.variants.split(",")
+        for round_index in range(args.rounds):
+            order = variants if round_index % 2 == 0 else variants[::-1]
+            for variant in order:
+                runs.append(run(variant, args.seconds, args.warmup, workdir))
+                print(
+                    f"{variant}: {runs[-1].rate:.0f} calls/s, {runs[-1].cpu_ms_per_call:.2f} ms CPU/call",
+                    flush=True,
+                )
+    finally:
+        shutil.rmtree(workdir, ignore_errors=True)
+    verdict = judge(runs)
+    body = render(runs, verdict)
+    print(body)
+    if args.markdown:
+        write_section(args.markdown, "saturation", body, "tests.bench.saturation")
+    if verdict.missed:
+        print("missed: " + "; ".join(verdict.missed))
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

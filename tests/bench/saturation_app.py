@@ -1,0 +1,60 @@
+# Copyright The mcp-tokens developers
+# SPDX-License-Identifier: Apache-2.0
+
+"""The saturation benchmark's server: one tool whose result is a page of JSON records.
+
+    gunicorn -k uvicorn_worker.UvicornWorker -w 2 tests.bench.saturation_app:app
+
+Stateless streamable HTTP. `records(seed)` returns 20 to 119 records (2-12 KB of JSON text)
+and the same records as structuredContent, always the same for the same seed, so the
+benchmark knows what every call returned without keeping the results.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+from typing import Any
+
+from mcp import types
+
+from examples import demo_server
+
+NAMES = ("alpha", "bravo", "charlie", "delta", "echo", "foxtrot", "golf", "hotel", "india", "juliet")
+STATUSES = ("open", "shipped", "delayed", "returned", "closed")
+
+
+def rows_of(seed: int) -> list[dict[str, Any]]:
+    rnd = random.Random(seed)
+    return [
+        {
+            "id": seed * 1000 + index,
+            "customer": f"{rnd.choice(NAMES)} {rnd.choice(NAMES)}",
+            "status": rnd.choice(STATUSES),
+            "amount": round(rnd.uniform(1, 5000), 2),
+            "note": " ".join(rnd.choice(NAMES) for _ in range(rnd.randint(2, 8))),
+        }
+        for index in range(20 + seed % 100)
+    ]
+
+
+def result_of(seed: int) -> dict[str, Any]:
+    """The wire result of `records(seed)`."""
+    rows = rows_of(seed)
+    return {"content": [{"type": "text", "text": json.dumps(rows)}], "structuredContent": {"rows": rows}}
+
+
+def records(seed: int) -> types.CallToolResult:
+    return types.CallToolResult.model_validate(result_of(seed))
+
+
+def build_server() -> Any:
+    if demo_server.MCP_MAJOR >= 2:
+        server: Any = demo_server.MCPServer("saturation", log_level="WARNING")
+    else:
+        server = demo_server.FastMCP("saturation", log_level="WARNING")
+    server.tool(name="records", description="A page of order records.")(records)
+    return server
+
+
+app = demo_server.http_app(build_server(), stateless=True)
