@@ -1,3 +1,6 @@
+# Copyright The mcp-tokens developers
+# SPDX-License-Identifier: Apache-2.0
+
 """Claude counting benchmark: `python -m tests.bench.claude` in .venv-claude (`make bench-claude`).
 
 One run, per corpus (prose, markdown, Python, JSON pretty and compact, CJK, bidi, padding, about

@@ -1,3 +1,6 @@
+# Copyright The mcp-tokens developers
+# SPDX-License-Identifier: Apache-2.0
+
 """`mcp-tokens profile --host NAME`, `--fail-on-host`, and options that are never abbreviated."""
 
 from __future__ import annotations

@@ -1,3 +1,6 @@
+# Copyright The mcp-tokens developers
+# SPDX-License-Identifier: Apache-2.0
+
 """Texts for checking Claude counts against ctok: the kinds MCP results hold, plus the ones
 that exercise ctok's rarer rules (bidi controls, combining marks, selectors, literal marker
 characters, non-ASCII digits, padding runs long enough to be shortened).

@@ -1,3 +1,6 @@
+# Copyright The mcp-tokens developers
+# SPDX-License-Identifier: Apache-2.0
+
 """An MCP server (the SDK's high-level server) whose tools return the payloads of a JSON file:
 `{"tool name": [text block, ...]}`, read from MCP_TOKENS_E2E_PAYLOADS at start.
 

@@ -1,3 +1,6 @@
+# Copyright The mcp-tokens developers
+# SPDX-License-Identifier: Apache-2.0
+
 """Claude encodings end to end: a server run under the real `opentelemetry-instrument` with
 OTEL_INSTRUMENTATION_MCP_TOKENS_ENCODING=claude-4.7 reports, on its Prometheus endpoint, the
 response tokens ctok gives for what the client received, block by block, on payloads made

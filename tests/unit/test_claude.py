@@ -1,3 +1,6 @@
+# Copyright The mcp-tokens developers
+# SPDX-License-Identifier: Apache-2.0
+
 """Claude encodings: counts identical to ctok's, the fallback estimate and its error, the guard.
 
 Tests marked `claude` need ctok (the `claude` extra, Python >= 3.12) and run in

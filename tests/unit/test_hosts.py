@@ -1,3 +1,6 @@
+# Copyright The mcp-tokens developers
+# SPDX-License-Identifier: Apache-2.0
+
 """Host limits (engine/hosts.py): the table, the checks, the setting, the analysis' counter,
 the telemetry, and the report's section."""
 

@@ -1,3 +1,6 @@
+# Copyright The mcp-tokens developers
+# SPDX-License-Identifier: Apache-2.0
+
 """`--host NAME`: would a host refuse, cut or drop anything of this server?
 
 Each chosen host's limits (engine/hosts.py) are checked against what the profile saw: the

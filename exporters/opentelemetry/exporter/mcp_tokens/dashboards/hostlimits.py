@@ -1,3 +1,6 @@
+# Copyright The mcp-tokens developers
+# SPDX-License-Identifier: Apache-2.0
+
 """Host limits on the dashboards and in the alerts: responses over a host's result limit, and
 servers listing more tools than a host takes.
 

@@ -1,3 +1,6 @@
+# Copyright The mcp-tokens developers
+# SPDX-License-Identifier: Apache-2.0
+
 """What each chosen host would refuse, cut or drop, in the host's own unit.
 
 Two sources, both from the metrics contract (docs/telemetry.md):

@@ -1,3 +1,6 @@
+# Copyright The mcp-tokens developers
+# SPDX-License-Identifier: Apache-2.0
+
 """Claude encodings: `claude-<version>` names, exact counts with ctok, estimates without.
 
 Most MCP results are read by Claude, whose tokenizer Anthropic does not publish. ctok

@@ -1,3 +1,6 @@
+# Copyright The mcp-tokens developers
+# SPDX-License-Identifier: Apache-2.0
+
 """The calibrated estimate of Claude tokens, for when ctok cannot load (or gives up).
 
 The exact counter needs ctok, an optional extra on Python >= 3.12. Elsewhere a `claude-*`

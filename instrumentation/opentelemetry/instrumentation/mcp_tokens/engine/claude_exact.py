@@ -1,3 +1,6 @@
+# Copyright The mcp-tokens developers
+# SPDX-License-Identifier: Apache-2.0
+
 """Exact Claude token counts (ctok's reconstruction), at tiktoken-like speed.
 
 `ClaudeTokenizer.count(text)` equals `len(ctok.tokenize(text, version))` minus the

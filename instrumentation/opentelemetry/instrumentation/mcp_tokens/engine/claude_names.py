@@ -1,3 +1,6 @@
+# Copyright The mcp-tokens developers
+# SPDX-License-Identifier: Apache-2.0
+
 """Claude encoding names: `claude` and `claude-<version>`, and the ctok family each means.
 
 - `claude` is ctok's default family (Claude 3 through Opus 4.6);

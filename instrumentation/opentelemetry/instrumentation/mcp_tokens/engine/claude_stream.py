@@ -1,3 +1,6 @@
+# Copyright The mcp-tokens developers
+# SPDX-License-Identifier: Apache-2.0
+
 """ctok's marked stream, rebuilt from runs found by one regular expression.
 
 ctok (the `claude` extra) counts Claude tokens as the length of a minimum tiling of a

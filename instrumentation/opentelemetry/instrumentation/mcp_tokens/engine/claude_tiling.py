@@ -1,3 +1,6 @@
+# Copyright The mcp-tokens developers
+# SPDX-License-Identifier: Apache-2.0
+
 """Minimum tilings of ctok's marked stream, one independent segment at a time.
 
 Every piece of a ctok vocabulary costs one token, so a stream's count is the length of a

@@ -1,3 +1,6 @@
+# Copyright The mcp-tokens developers
+# SPDX-License-Identifier: Apache-2.0
+
 """What each MCP host accepts: result and tool-count limits, as data, and the checks.
 
 Hosts count and cap differently: Claude Code counts Claude tokens, Codex CLI and Copilot

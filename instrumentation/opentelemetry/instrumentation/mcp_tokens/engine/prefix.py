@@ -1,3 +1,6 @@
+# Copyright The mcp-tokens developers
+# SPDX-License-Identifier: Apache-2.0
+
 """The longest prefix of a text that fits a token budget, for any tokenizer that can count.
 
 The guard cuts results to a limit. A tiktoken encoding can cut at its own token
