@@ -139,7 +139,17 @@ def test_counting_runs_at_idle_priority_and_the_guard_at_normal(directory: Path)
     counting = [pid for pid in service_pids(directory) if pid != supervisor]
     assert os.sched_getscheduler(supervisor) == os.SCHED_OTHER
     assert [os.sched_getscheduler(pid) for pid in counting] == [os.SCHED_IDLE] * 2
-    assert os.getsid(supervisor) != os.getsid(0)  # a session of its own: a terminal's Ctrl-C is not for it
+    # In the starter's session: where the kernel groups scheduling by session (autogroup), a
+    # session of its own would compete with the application as an equal whatever the
+    # priority of its processes; SCHED_IDLE yields only within the group.
+    assert os.getsid(supervisor) == os.getsid(0)
+    # A process group of its own, and deaf to hang-ups: job control (a terminal's Ctrl-C, a
+    # supervisor killing the starter's group) and a closing terminal do not reach it.
+    assert os.getpgid(supervisor) not in (os.getpgid(0), os.getsid(0))
+    os.kill(supervisor, signal.SIGHUP)
+    os.kill(supervisor, signal.SIGINT)
+    time.sleep(0.3)
+    assert supervisor_of(directory) == supervisor and len(service_pids(directory)) == 3
 
 
 def test_a_directory_others_can_open_is_refused(directory: Path) -> None:

@@ -7,8 +7,8 @@
 instrumented process of a user that needs counting starts it, the others find it. The
 service is this interpreter, isolated (`-I`: no PYTHON* variables, so
 `opentelemetry-instrument`'s sitecustomize does not instrument it) but with this process's
-`sys.path`, in a session of its own, and detached: it outlives the process that started
-it and exits once no one has used it for a while.
+`sys.path`, detached in a process group of its own (service.py says why not a session):
+it outlives the process that started it and exits once no one has used it for a while.
 
 `ServiceLink` is the worker's connection (non-blocking: the worker waits on its socket);
 the guard's is guard/remote.py.
@@ -108,7 +108,6 @@ def start_service(address: Address, settings: Settings, timeout: float) -> None:
             stdout=subprocess.DEVNULL,
             stderr=log,
             close_fds=True,
-            start_new_session=True,
         )
     try:
         starter.wait(timeout)  # it exits once the service listens (or another one does)

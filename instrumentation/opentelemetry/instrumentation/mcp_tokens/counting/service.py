@@ -60,7 +60,7 @@ def main() -> int:
     except (IndexError, KeyError, TypeError, ValueError) as exc:
         print(f"mcp-tokens counting service: bad arguments ({exc})", file=sys.stderr)
         return 2
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    _detach_from_the_starter()
     ensure_directory(address)
     lock = os.open(address.lock, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
     try:
@@ -78,6 +78,21 @@ def main() -> int:
             with contextlib.suppress(OSError):
                 os.unlink(path)
     return 0
+
+
+def _detach_from_the_starter() -> None:
+    """Outlive the process that started the service, but stay in its session.
+
+    A process group of its own keeps job control (a terminal's Ctrl-C, a supervisor killing
+    the starter's group) from reaching the service, and it ignores the hang-up and interrupt
+    signals a closing terminal sends. It does not start a session: where the kernel groups
+    scheduling by session (autogroup), a new session would be a group of its own that gets
+    an equal share of the CPU against the application's, whatever the priority of the
+    processes in it; within the application's session, SCHED_IDLE counting yields to it."""
+    with contextlib.suppress(OSError):
+        os.setpgid(0, 0)
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGHUP, signal.SIG_IGN)
 
 
 def _listen(path: Path) -> socket.socket:
