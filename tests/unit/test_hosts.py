@@ -149,9 +149,7 @@ def test_without_hosts_nothing_is_measured(counters: Counters) -> None:
     assert findings.host_limits == ()
 
 
-def test_the_telemetry_counts_responses_over_and_sets_the_tool_gauge(analyst: Analyst) -> None:
-    reader = InMemoryMetricReader()
-    recorder = Recorder(Instruments(MeterProvider(metric_readers=[reader]).get_meter("test")))
+def _record_a_400_line_result_and_a_130_tool_listing(recorder: Recorder, analyst: Analyst) -> None:
     lines = "\n".join(f"line {n}" for n in range(400))
     call = Exchange(side=Side.SERVER, method="tools/call", target="dump", end_ns=1)
     recorder.record_findings(
@@ -162,6 +160,12 @@ def test_the_telemetry_counts_responses_over_and_sets_the_tool_gauge(analyst: An
     recorder.record_findings(
         listing, analyst.analyse(_job("tools/list", PayloadKind.TOOL_LIST), None, {"tools": tools})
     )
+
+
+def test_the_telemetry_counts_responses_over_and_sets_the_tool_gauge(analyst: Analyst) -> None:
+    reader = InMemoryMetricReader()
+    recorder = Recorder(Instruments(MeterProvider(metric_readers=[reader]).get_meter("test")))
+    _record_a_400_line_result_and_a_130_tool_listing(recorder, analyst)
     ((attributes, point),) = points_of(reader, semconv.HOST_OVER_LIMIT)
     assert point.value == 1
     assert attributes[semconv.HOST] == "codex" and attributes[semconv.HOST_LIMIT] == LINES
@@ -236,16 +240,7 @@ def test_the_report_exporter_and_top_read_the_host_metrics(analyst: Analyst) -> 
     readers = [PeriodicExportingMetricReader(exporter, 3_600_000), PrometheusMetricReader(registry=registry)]
     provider = MeterProvider(metric_readers=readers, shutdown_on_exit=False)
     recorder = Recorder(Instruments(provider.get_meter("opentelemetry.instrumentation.mcp_tokens")))
-    lines = "\n".join(f"line {n}" for n in range(400))
-    call = Exchange(side=Side.SERVER, method="tools/call", target="dump", end_ns=1)
-    recorder.record_findings(
-        call, analyst.analyse(_job("tools/call", PayloadKind.TOOL_RESULT), None, _result(lines))
-    )
-    tools = [{"name": f"t{n}", "inputSchema": {"type": "object"}} for n in range(130)]
-    listing = Exchange(side=Side.SERVER, method="tools/list", end_ns=1)
-    recorder.record_findings(
-        listing, analyst.analyse(_job("tools/list", PayloadKind.TOOL_LIST), None, {"tools": tools})
-    )
+    _record_a_400_line_result_and_a_130_tool_listing(recorder, analyst)
     text = generate_latest(registry).decode()
     provider.shutdown()
 
