@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import pytest
+from opentelemetry.instrumentation.mcp_tokens.analyst import Counters
 from opentelemetry.instrumentation.mcp_tokens.engine.tokenizer import (
     TokenCounter,
     TokenizerSpec,
@@ -24,3 +25,11 @@ def counter() -> TokenCounter:
     tokenizer = load_tokenizer(TokenizerSpec("o200k_base"))
     assert tokenizer.exact
     return TokenCounter(tokenizer)
+
+
+@pytest.fixture(scope="session")
+def counters() -> Counters:
+    """The exact o200k counters an `Analyst` counts with (as a counting process loads them)."""
+    loaded = Counters.load(TokenizerSpec("o200k_base"))
+    assert loaded.status.exact
+    return loaded

@@ -14,7 +14,6 @@ from opentelemetry.instrumentation.mcp_tokens import semconv
 from opentelemetry.instrumentation.mcp_tokens.analyst import Analyst, Counters, Job, job_of
 from opentelemetry.instrumentation.mcp_tokens.config import Settings
 from opentelemetry.instrumentation.mcp_tokens.engine.analysis import PayloadKind
-from opentelemetry.instrumentation.mcp_tokens.engine.tokenizer import TokenizerSpec
 from opentelemetry.instrumentation.mcp_tokens.exchange import REQUEST_KINDS, RESPONSE_KINDS, Exchange, Side
 from opentelemetry.instrumentation.mcp_tokens.labels import ServerLabels
 from opentelemetry.instrumentation.mcp_tokens.scope import BudgetRef
@@ -40,13 +39,6 @@ def job(seq: int = 1, *, method: str = "tools/call", ended_ago_s: float = 0.0, *
 
 def result(text: str = TEXT) -> dict[str, Any]:
     return {"content": [{"type": "text", "text": text}]}
-
-
-@pytest.fixture(scope="module")
-def counters() -> Counters:
-    loaded = Counters.load(TokenizerSpec("o200k_base"))
-    assert loaded.status.exact
-    return loaded
 
 
 @pytest.fixture(scope="module")

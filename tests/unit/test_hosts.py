@@ -32,7 +32,6 @@ from opentelemetry.instrumentation.mcp_tokens.engine.hosts import (
     text_size,
     token_encodings,
 )
-from opentelemetry.instrumentation.mcp_tokens.engine.tokenizer import TokenizerSpec
 from opentelemetry.instrumentation.mcp_tokens.exchange import Exchange, Side
 from opentelemetry.instrumentation.mcp_tokens.telemetry import Instruments, Recorder
 from opentelemetry.sdk.metrics import MeterProvider
@@ -103,13 +102,6 @@ def _job(method: str, response_kind: PayloadKind, seq: int = 1) -> Job:
         request_kind=None,
         response_kind=response_kind,
     )
-
-
-@pytest.fixture(scope="module")
-def counters() -> Counters:
-    loaded = Counters.load(TokenizerSpec("o200k_base"))
-    assert loaded.status.exact
-    return loaded
 
 
 @pytest.fixture(scope="module")
@@ -249,3 +241,17 @@ def test_the_report_exporter_and_top_read_the_host_metrics(analyst: Analyst) -> 
     assert exporter.report.hosts.summary() == want
     scraped = build_report(snapshot_from_text(text), hosts=("vscode",)).hosts
     assert scraped is not None and scraped.summary() == want
+
+
+def test_a_host_tokenizer_that_fails_leaves_the_exchanges_own_counts(
+    counters: Counters, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def broken(encoding: str, max_bytes: int) -> None:
+        raise OSError("no such tokenizer")
+
+    analyst = Analyst(Settings(hosts=("claude-code", "codex")), counters)
+    monkeypatch.setattr(counters, "host", broken)
+    lines = "\n".join(f"line {n}" for n in range(300))
+    findings = analyst.analyse(_job("tools/call", PayloadKind.TOOL_RESULT, 9), None, _result(lines))
+    assert findings.error is None and findings.response is not None and findings.response.exact
+    assert findings.host_limits == ()

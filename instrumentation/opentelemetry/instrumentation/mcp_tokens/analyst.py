@@ -276,7 +276,7 @@ class Analyst:
             _admit(targets, server, job.target, admitted)
         budget = self._charge_budget(job, job.server_name or server, request_analysis, response_analysis)
         listing = job.method == "tools/list"
-        host_limits = self._host_limits(job, response, backlog)
+        host_limits = self._host_limits_or_none(job, response, backlog)
         return Findings(
             seq=job.seq,
             server=server,
@@ -292,6 +292,14 @@ class Analyst:
             host_limits=host_limits,
             tool_count=response_analysis.block_count if listing and response_analysis is not None else None,
         )
+
+    def _host_limits_or_none(self, job: Job, response: object, backlog: bool) -> tuple[tuple[str, str], ...]:
+        """`_host_limits`, or none when a host's tokenizer fails: the exchange's own counts stand."""
+        try:
+            return self._host_limits(job, response, backlog)
+        except Exception:
+            _logger.debug("mcp-tokens could not check host limits", exc_info=True)
+            return ()
 
     def _host_limits(self, job: Job, response: object, backlog: bool) -> tuple[tuple[str, str], ...]:
         """The chosen hosts' result limits this response is over. Token limits count the
