@@ -21,13 +21,12 @@ import dataclasses
 import logging
 import os
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from enum import Enum
-from typing import Any, TypeVar
+from typing import Any, NamedTuple, TypeVar
 
 from . import semconv
-from .engine.hosts import parse_hosts
 from .engine.images import ImageModel
 from .engine.ledger import BudgetThresholds
 from .engine.risk import RiskThresholds
@@ -119,7 +118,15 @@ def _tool_limits(text: str) -> tuple[tuple[str, int], ...]:
 
 def _hosts(text: str) -> tuple[str, ...]:
     """`claude-code,codex` (names from engine/hosts.py)."""
-    return parse_hosts(text.split(","))
+    return _parse_hosts(text.split(","))
+
+
+def _parse_hosts(names: Iterable[str]) -> tuple[str, ...]:
+    # The hosts' table is read only when a process names hosts: most never do, and
+    # building it is a noticeable part of instrument()'s start-up.
+    from .engine.hosts import parse_hosts  # noqa: PLC0415
+
+    return parse_hosts(names)
 
 
 def setting(
@@ -320,8 +327,7 @@ def env_variable(name: str) -> str:
     return CAPTURE_CONTENT_ENV if name == "capture_content" else PREFIX + name.upper()
 
 
-@dataclass(frozen=True)
-class SettingDoc:
+class SettingDoc(NamedTuple):
     """A setting as the tables show it."""
 
     name: str
@@ -372,7 +378,7 @@ def _coerce(name: str, value: Any) -> Any:
     list of names."""
     if name == "hosts" and isinstance(value, list | tuple):
         try:
-            return parse_hosts(str(host) for host in value)
+            return _parse_hosts(str(host) for host in value)
         except ValueError as exc:
             _logger.warning("mcp-tokens: ignoring hosts=%r (%s); using the default", value, exc)
             return _INVALID

@@ -19,15 +19,14 @@ from __future__ import annotations
 from collections.abc import Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from opentelemetry import baggage, context
 
 from . import semconv
 
 
-@dataclass(frozen=True, slots=True)
-class BudgetRef:
+class BudgetRef(NamedTuple):
     """Which budget scope an exchange is charged to."""
 
     key: str

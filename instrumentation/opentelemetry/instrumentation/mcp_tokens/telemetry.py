@@ -14,8 +14,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
 from opentelemetry.metrics import CallbackOptions, Meter, Observation
 from opentelemetry.trace import Span
@@ -35,8 +34,7 @@ if TYPE_CHECKING:  # the analysis is imported at the first exchange (worker.open
 ESTIMATE_ENCODING = "estimate"
 
 
-@dataclass(frozen=True)
-class Estimate:
+class Estimate(NamedTuple):
     """An exchange's tokens estimated from its payloads' length (None: no such payload)."""
 
     server: str

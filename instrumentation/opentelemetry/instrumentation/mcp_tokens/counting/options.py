@@ -11,11 +11,10 @@ as an argument, as opentelemetry-python's BatchProcessor takes its knobs.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from typing import NamedTuple
 
 
-@dataclass(frozen=True)
-class Options:
+class Options(NamedTuple):
     # Payload characters the application holds for the counter at most (waiting to be sent,
     # or sent and not yet taken). Past it an exchange is estimated from its length; from
     # half of it the counter estimates instead of counting (it is not keeping up).

@@ -62,9 +62,8 @@ import base64
 import math
 import re
 import struct
-from dataclasses import dataclass
 from enum import Enum
-from typing import Protocol
+from typing import NamedTuple, Protocol
 
 
 class ImageModel(str, Enum):
@@ -73,8 +72,7 @@ class ImageModel(str, Enum):
     GEMINI = "gemini"
 
 
-@dataclass(frozen=True, slots=True)
-class MediaEstimate:
+class MediaEstimate(NamedTuple):
     """Tokens an image or audio block costs, with what the estimate was based on."""
 
     tokens: int
@@ -84,8 +82,7 @@ class MediaEstimate:
     method: str = ""
 
 
-@dataclass(frozen=True, slots=True)
-class AnthropicPixelRule:
+class AnthropicPixelRule(NamedTuple):
     """Anthropic's area rule: downscale to the caps, then one token per 750 pixels."""
 
     max_long_edge: int = 1568
@@ -93,8 +90,7 @@ class AnthropicPixelRule:
     pixels_per_token: int = 750
 
 
-@dataclass(frozen=True, slots=True)
-class OpenAITileRule:
+class OpenAITileRule(NamedTuple):
     """OpenAI's GPT-4o tile rule for detail high/auto."""
 
     fit_box: int = 2048
@@ -104,8 +100,7 @@ class OpenAITileRule:
     tile_tokens: int = 170
 
 
-@dataclass(frozen=True, slots=True)
-class GeminiTileRule:
+class GeminiTileRule(NamedTuple):
     """Gemini 2.x: one tile for small images, else crop units scaled to 768-px tiles."""
 
     small_edge: int = 384

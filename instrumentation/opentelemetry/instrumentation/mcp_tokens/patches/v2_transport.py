@@ -23,9 +23,8 @@ import logging
 import sys
 from collections.abc import Callable, Mapping
 from contextvars import ContextVar, Token
-from dataclasses import dataclass, field
-from types import TracebackType
-from typing import Any
+from types import MappingProxyType, TracebackType
+from typing import Any, NamedTuple
 from urllib.parse import urlsplit
 
 from opentelemetry.instrumentation.mcp_tokens import semconv
@@ -42,12 +41,11 @@ TRANSPORT_TCP = "tcp"
 PROTOCOL_HTTP = "http"
 
 
-@dataclass(frozen=True)
-class TransportInfo:
+class TransportInfo(NamedTuple):
     """Semconv facts about one connection: all go on spans, `metric` on the duration metrics."""
 
-    span: Mapping[str, AttributeValue] = field(default_factory=dict)
-    metric: Mapping[str, AttributeValue] = field(default_factory=dict)
+    span: Mapping[str, AttributeValue] = MappingProxyType({})
+    metric: Mapping[str, AttributeValue] = MappingProxyType({})
 
 
 NO_TRANSPORT = TransportInfo()
