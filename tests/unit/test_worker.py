@@ -40,6 +40,7 @@ class ScriptedLink:
         self.stuck = stuck
         self.status: AnalystStatus | None = READY
         self.sent: list[tuple[Exchange, int, bool]] = []
+        self.sent_at: list[float] = []  # time.monotonic() of each send
         self.payloads: list[tuple[object, object]] = []
         self._waiting: list[int] = []
         self._answers: list[Findings] = []
@@ -54,6 +55,7 @@ class ScriptedLink:
 
     def send(self, exchange: Exchange, seq: int, behind: bool) -> None:
         self.sent.append((exchange, seq, behind))
+        self.sent_at.append(time.monotonic())
         self.payloads.append((exchange.request, exchange.response))
         if self.stuck:  # what the service does not take stays in this process, as bytes
             self._out += (exchange.request_chars or 0) + (exchange.response_chars or 0)
@@ -197,6 +199,25 @@ def test_findings_are_recorded_in_order_and_force_flush_waits_for_them() -> None
     link.release()
     assert worker.force_flush(5)
     assert [item for item, _ in sink.recorded] == items and sink.estimated == []
+    worker.shutdown()
+
+
+def test_a_round_that_a_call_wakes_waits_linger_s_and_takes_the_call_s_other_exchanges() -> None:
+    # The call that handed over the first exchange is usually still running: the worker
+    # leaves it the GIL for linger_s, and what the call hands over meanwhile joins the round.
+    link = ScriptedLink()
+    sink = Sink()
+    worker = make_worker([link], sink, options=Options(linger_s=0.2))
+    worker.submit(exchange("first"))
+    assert worker.force_flush(5)
+    time.sleep(0.3)  # asleep, its last round long past
+    woken_at = time.monotonic()
+    worker.submit(exchange("server side"))
+    time.sleep(0.05)
+    worker.submit(exchange("client side"))
+    assert worker.force_flush(5)
+    assert len(link.sent_at) == 3
+    assert min(link.sent_at[1:]) >= woken_at + 0.2
     worker.shutdown()
 
 

@@ -235,12 +235,24 @@ class AnalysisWorker:
             self._asleep = timeout != 0
         fd = None if link is None else link.fileno()
         if timeout != 0 and self._wake is not None:
-            readers = [self._wake[0].fileno(), *([fd] if fd is not None else [])]
+            wake = self._wake[0].fileno()
+            readable: list[int] = []
             with contextlib.suppress(OSError, ValueError):
-                select.select(readers, [fd] if fd is not None and self._unsent else [], [], timeout)
+                readable, _, _ = select.select(
+                    [wake, *([fd] if fd is not None else [])],
+                    [fd] if fd is not None and self._unsent else [],
+                    [],
+                    timeout,
+                )
             with contextlib.suppress(OSError):
                 while self._wake[0].recv(256):
                     pass
+            if wake in readable:
+                # Woken by a call's first exchange: the call is usually still running (in a
+                # process that is both client and server, the server's hand-off comes before
+                # the client has its result), so the round waits `linger_s` rather than take
+                # the GIL from it, and the call's other exchanges join the round.
+                self._round_at = max(self._round_at, time.monotonic())
         self._asleep = False
         linger = self._round_at + self._options.linger_s - time.monotonic()
         if linger > 0 and not self._stopping:
