@@ -153,7 +153,8 @@ def guard(body: str) -> list[tuple[str, str]]:
     out = []
     for row in first_table(body):
         if "fit by size" in row.get("tools/call in memory", ""):
-            out.append(("a tool call with the guard on, result within the limit", f"median ×{row['ratio']}"))
+            ratio = row.get("ratio (median of pairs)", "?")
+            out.append(("a tool call with the guard on, result within the limit", f"median ×{ratio}"))
     match = re.search(r"A 20 MB result cut to 25,000 tokens: ([\d.]+ ms) of CPU", body)
     if match:
         out.append(("the guard cutting a 20 MB result to 25,000 tokens", f"{match.group(1)} CPU"))
@@ -169,7 +170,8 @@ def exporters(body: str) -> list[tuple[str, str]]:
     if merge is not None and stock is not None:
         cost = f"{rows[merge]} ms CPU (one process's page: {stock} ms)"
         out.append((f"a multi-worker scrape: {merge}", cost))
-    for row in found[1] if len(found) > 1 else []:
+    # The scrapes of the workers holding the 2,000 series (the table after the few series').
+    for row in found[-1] if len(found) > 2 else []:
         if row.get("workers", "").startswith("notified"):
             out.append(
                 (
