@@ -420,7 +420,9 @@ def test_a_process_launched_with_opentelemetry_instrument_that_never_imports_mcp
         "import os, sys\n"
         "from opentelemetry.instrumentation.mcp_tokens import McpTokensInstrumentor\n"
         "instrumented = McpTokensInstrumentor().is_instrumented_by_opentelemetry\n"
-        "print(os.getpid(), instrumented, 'mcp' in sys.modules, flush=True)\n"
+        "ours = ('opentelemetry.instrumentation.mcp_tokens.' + name for name in ('config', 'pipeline'))\n"
+        "loaded = any(name in sys.modules for name in ours)\n"
+        "print(os.getpid(), instrumented, 'mcp' in sys.modules, loaded, flush=True)\n"
         "sys.stdin.readline()\n"
     )
     env = {key: value for key, value in os.environ.items() if key != "OTEL_PYTHON_DISABLED_INSTRUMENTATIONS"}
@@ -443,8 +445,9 @@ def test_a_process_launched_with_opentelemetry_instrument_that_never_imports_mcp
     )
     try:
         assert process.stdout is not None
-        pid, instrumented, imported = process.stdout.readline().split()
-        assert instrumented == "True" and imported == "False"
+        pid, instrumented, imported, loaded = process.stdout.readline().split()
+        # Instrumented, and neither the SDK nor our settings and pipeline are loaded.
+        assert (instrumented, imported, loaded) == ("True", "False", "False")
         time.sleep(1.0)
         assert service_pids(directory) == [] and _threads(int(pid)) == 1
     finally:

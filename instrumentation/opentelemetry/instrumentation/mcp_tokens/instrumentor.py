@@ -19,7 +19,6 @@ from opentelemetry.instrumentation.instrumentor import BaseInstrumentor  # type:
 from opentelemetry.metrics import Meter, get_meter
 from opentelemetry.trace import Tracer, get_tracer
 
-from .config import Settings
 from .package import _instruments
 from .version import __version__
 
@@ -51,27 +50,28 @@ class McpTokensInstrumentor(BaseInstrumentor):  # type: ignore[misc]
             self._stop()
 
     def _start(self, **kwargs: Any) -> None:
-        # Imported when instrument() runs, not when the entry point is loaded (every
-        # instrumentor's module is imported by opentelemetry-instrument). The pipeline
-        # starts nothing: its thread and the counting service wait for the first exchange.
-        from .pipeline import Pipeline  # noqa: PLC0415
-
         tracer = get_tracer(_SCOPE, __version__, kwargs.pop("tracer_provider", None), schema_url=_SCHEMA_URL)
         meter = get_meter(_SCOPE, __version__, kwargs.pop("meter_provider", None), schema_url=_SCHEMA_URL)
-        self._pipeline = pipeline = Pipeline(Settings.load(kwargs), meter)
-        self._install = install = functools.partial(self._patch, pipeline, tracer, meter)
+        self._install = install = functools.partial(self._patch, dict(kwargs), tracer, meter)
         if "mcp" in sys.modules:
             install()
         else:
             # A process that never imports the MCP SDK (a server's supervisor, the gunicorn
-            # master, multiprocessing's resource tracker) loads neither it nor our patches
-            # and guard: they are installed when the application imports the SDK.
+            # master, multiprocessing's resource tracker) reads no settings and loads neither
+            # the SDK nor our pipeline, patches and guard: they come when the application
+            # imports the SDK.
             wrapt.register_post_import_hook(functools.partial(self._patch_on_import, install), "mcp")
         atexit.register(self._flush_at_exit)
 
-    def _patch(self, pipeline: Any, tracer: Tracer, meter: Meter) -> None:
+    def _patch(self, settings: dict[str, Any], tracer: Tracer, meter: Meter) -> None:
+        # Imported here, not when the entry point is loaded (opentelemetry-instrument imports
+        # every instrumentor's module). The pipeline starts nothing: its thread and the
+        # counting service wait for the first exchange.
+        from .config import Settings  # noqa: PLC0415
         from .patches import installed_mcp_version, select_patcher  # noqa: PLC0415 -- the SDK's line
+        from .pipeline import Pipeline  # noqa: PLC0415
 
+        self._pipeline = pipeline = Pipeline(Settings.load(settings), meter)
         version = installed_mcp_version()
         patcher_class = select_patcher(version)
         if patcher_class is None:
@@ -126,5 +126,6 @@ class McpTokensInstrumentor(BaseInstrumentor):  # type: ignore[misc]
 
     @property
     def pipeline(self) -> Any:
-        """The running pipeline (tests and benchmarks flush it); None when not instrumented."""
+        """The running pipeline (tests and benchmarks flush it); None when not instrumented,
+        and until the patches are installed (the MCP SDK is imported)."""
         return self._pipeline

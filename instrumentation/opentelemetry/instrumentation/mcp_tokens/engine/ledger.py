@@ -19,7 +19,6 @@ hostile: it never raises on any string, caps every key's length, keeps at most
 
 from __future__ import annotations
 
-import hashlib
 import math
 import operator
 import threading
@@ -144,6 +143,8 @@ def scope_key(scope: object) -> str:
     text = scope if isinstance(scope, str) else _text(scope)
     if len(text) <= MAX_SCOPE_KEY_CHARS:
         return text
+    import hashlib  # noqa: PLC0415 -- rarely needed; OpenSSL's load is most of an import's cost
+
     # surrogatepass: lone surrogates are valid in a str and must hash, not raise.
     digest = hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
     return f"{text[:_SCOPE_PREFIX_CHARS]}{_DIGEST_MARK}{digest[:_DIGEST_HEX_CHARS]}"
