@@ -18,6 +18,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import json
+import pathlib
 import sys
 import time
 from typing import Any
@@ -73,6 +74,8 @@ def _list_tools(request_id: Any, params: dict[str, Any], args: argparse.Namespac
         sys.stderr.flush()
         sys.exit(3)
     if args.fault == "hang-on-list":
+        if args.listed_file:  # the client now waits for the listing: tell the test
+            pathlib.Path(args.listed_file).touch()
         time.sleep(3600)
     if args.fault == "malformed":
         _result(request_id, {"tools": {"search_products": "not a list"}})
@@ -140,6 +143,7 @@ def main() -> None:
     parser.add_argument("--page-size", type=int, default=0)
     parser.add_argument("--fault", choices=FAULTS)
     parser.add_argument("--version", default="1.0.0")
+    parser.add_argument("--listed-file", help="created when tools/list arrives (hang-on-list)")
     args = parser.parse_args()
     if args.fault == "exit-at-start":
         sys.stderr.write("cannot open database shop.db\n")

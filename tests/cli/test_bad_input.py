@@ -270,19 +270,24 @@ def test_progress_is_shown_on_a_terminal() -> None:
     assert "mcp-tokens profile: fixture-shop" in completed.stdout  # the table still goes to stdout
 
 
-def test_ctrl_c_stops_cleanly() -> None:
+def test_ctrl_c_stops_cleanly(tmp_path: Path) -> None:
     env = {**os.environ, "PYTHONPATH": str(REPO_ROOT)}
     env["PATH"] = os.pathsep.join([str(Path(sys.executable).parent), env.get("PATH", "")])
     argv = [sys.executable, "-m", "opentelemetry.exporter.mcp_tokens.cli", "profile", "--"]
+    listed = tmp_path / "listed"
     process = subprocess.Popen(
-        [*argv, *fixture_server("shop_v1", "--fault", "hang-on-list")],
+        [*argv, *fixture_server("shop_v1", "--fault", "hang-on-list", "--listed-file", str(listed))],
         cwd=REPO_ROOT,
         env=env,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
     )
-    time.sleep(2.0)  # started and waiting for the listing
+    # Ctrl-C while the CLI waits for the listing (not while it is still importing).
+    deadline = time.monotonic() + 60
+    while not listed.exists() and process.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert listed.exists(), "the CLI never asked for the listing"
     process.send_signal(signal.SIGINT)
     out, err = process.communicate(timeout=30)
     assert (process.returncode, out, err) == (130, "", "mcp-tokens: interrupted\n")
