@@ -314,6 +314,8 @@ def test_sigkill_of_the_service_mid_burst_loses_no_response(directory: Path) -> 
     for index in range(calls):
         pipeline.submit(text_exchange(f"row {index} " * 20_000))  # 200 KB: the burst takes a while
         if index == 30:
+            # Past the worker's linger_s, so that the service holds jobs when it dies.
+            time.sleep(0.2)
             os.kill(killed_pid, signal.SIGKILL)  # its counting processes die with it
     assert pipeline.force_flush(120)
     metrics = _metrics(reader)
