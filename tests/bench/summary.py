@@ -138,14 +138,16 @@ def engine(body: str) -> list[tuple[str, str]]:
     counting = [row for row in rows if row.get("check", "").startswith("exact count / tiktoken, 1 MB")]
     if counting:
         out.append(("exact counting against raw tiktoken, 1 MB of JSON", counting[0]["measured"]))
-    rates = [
-        (float(row["measured"].split()[0]), row["check"].split(", ", 1)[1])
+    # "padding detection alone, <input> (<size>)" measured as "<rate> MB/s = <ratio>x tiktoken".
+    detection = [
+        (float(row["measured"].split("= ")[1].split("x")[0]), row["measured"], row["check"])
         for row in rows
-        if row.get("check", "").startswith("padding detection alone") and row["measured"].endswith("MB/s")
+        if row.get("check", "").startswith("padding detection alone") and "= " in row.get("measured", "")
     ]
-    if rates:
-        slowest, name = min(rates)
-        out.append(("padding detection, slowest input type", f"{slowest:g} MB/s ({name.split(' (')[0]})"))
+    if detection:
+        _, measured, check = max(detection)
+        name = check.split(", ", 1)[1].split(" (")[0]
+        out.append(("padding detection, costliest input type against tiktoken", f"{measured} ({name})"))
     return out
 
 
