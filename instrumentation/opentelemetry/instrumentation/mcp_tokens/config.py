@@ -17,14 +17,12 @@ while they differ). Adding a setting is adding a field.
 
 from __future__ import annotations
 
-import dataclasses
 import logging
 import os
 import re
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass, field
 from enum import Enum
-from typing import Any, NamedTuple, TypeVar
+from typing import Any, NamedTuple
 
 from . import semconv
 from .engine.images import ImageModel
@@ -50,8 +48,6 @@ GUARD_MODES = (GUARD_OFF, GUARD_WARN, GUARD_TRUNCATE, GUARD_REJECT)
 GUARD_BUDGET_MODES = (GUARD_OFF, GUARD_TRUNCATE, GUARD_REJECT)
 # How the tables show a setting without a default value.
 UNSET = "unset"
-
-_T = TypeVar("_T")
 
 
 # --- parsers: text of an environment variable -> value; ValueError names what is wrong -----
@@ -129,160 +125,42 @@ def _parse_hosts(names: Iterable[str]) -> tuple[str, ...]:
     return parse_hosts(names)
 
 
-def setting(
-    default: _T, parse: Callable[[str], Any], meaning: str, *, shown: str | None = None, readme: bool = False
-) -> _T:
-    """A field of `Settings`: its default, how its environment value parses, and what it
-    means, as the settings tables say it. `shown` is the default as a user would write it,
-    where the value's own text is not that; `readme` puts it in the README's short table."""
-    metadata = {"parse": parse, "meaning": meaning, "shown": shown, "readme": readme}
-    return field(default=default, metadata=metadata)
+class Settings(NamedTuple):
+    """Every setting, with its default. What each means and how its environment value parses
+    is in `_DOCS` below, in the same order (a test holds them together)."""
 
-
-@dataclass(frozen=True)
-class Settings:
-    encoding: str = setting(
-        "o200k_base",
-        _text,
-        "`o200k_base` or `cl100k_base` (bundled, offline); `claude-<version>` (`claude-3`, `claude-4.7`; "
-        "`claude`: the latest) counts Claude's tokens, exact with the `claude` extra, else estimated; "
-        "with `TOKENIZER_FILE`, the name reported as `mcp_tokens.encoding`",
-        readme=True,
-    )
-    tokenizer_file: str | None = setting(
-        None,
-        _text,
-        "a tiktoken BPE file (`base64 rank` lines) or a HuggingFace `tokenizer.json` "
-        "(needs the `tokenizers` package, extra `huggingface`)",
-        readme=True,
-    )
-    tokenizer_pattern: str | None = setting(
-        None,
-        _text,
-        "for a tiktoken BPE file: the family whose split pattern and special tokens to use "
-        "(`o200k`, `cl100k`, `llama3`)",
-    )
-    max_bytes: int = setting(
-        32 * 1024 * 1024,
-        _positive_int,
-        "payloads above this many UTF-8 bytes are estimated (flagged `exact=false`)",
-    )
-    image_model: ImageModel = setting(
-        ImageModel.ANTHROPIC, _image_model, "image token formula: `anthropic`, `openai`, `gemini`"
-    )
-    risk_thresholds: RiskThresholds = setting(
-        RiskThresholds(),
-        RiskThresholds.parse,
-        "upper bounds of the low, medium and high tiers",
-        shown="1000,4000,8000",
-        readme=True,
-    )
-    overhead_pattern: re.Pattern[str] | None = setting(
-        None, re.compile, "a Python regex marking overhead blocks (searched in each block's first 64 KiB)"
-    )
-    padding: bool = setting(True, _boolean, "run the padding detectors")
-    context_window: int = setting(
-        200_000, _positive_int, "the context window of a budget scope, in tokens", readme=True
-    )
-    budget_thresholds: BudgetThresholds = setting(
-        BudgetThresholds(),
-        BudgetThresholds.parse,
-        "utilisation at which a scope reaches `warning` and `critical`",
-        shown="0.75,0.90",
-    )
-    max_scopes: int = setting(10_000, _positive_int, "budget scopes kept (least recently used are dropped)")
-    scope_idle_ttl: float = setting(3600.0, _positive_float, "seconds after which an idle scope is dropped")
-    queue_size: int = setting(
-        1024,
-        _positive_int,
-        "exchanges held for counting (queued, or at the counter); beyond it they are estimated from "
-        "their length (`overload`)",
-    )
-    span_wait: float = setting(
-        1.0,
-        _positive_float,
-        "seconds after its call a span may wait for its exact count before it ends with an estimate "
-        "(`mcp_tokens.skipped=late`; the exact count still reaches the metrics)",
-    )
-    max_label_values: int = setting(
-        200, _positive_int, "distinct tool and prompt names per server before `_OTHER`", readme=True
-    )
-    capture_content: bool = setting(
-        False, _boolean, "record tool arguments and results on spans", readme=True
-    )
-    content_max_chars: int = setting(4096, _positive_int, "truncation of captured content, in characters")
-    analysis: str = setting(
-        ANALYSIS_PROCESS,
-        _choice((ANALYSIS_PROCESS, ANALYSIS_THREAD)),
-        "where the analysis runs: `process` (the user's counting service, shared by every "
-        "instrumented process of the user) or `thread` (a thread of the application, sharing its GIL)",
-        readme=True,
-    )
-    counter_dir: str | None = setting(
-        None,
-        _text,
-        "the directory of the counting service's sockets (unset: `$XDG_RUNTIME_DIR/mcp-tokens`, else "
-        "`mcp-tokens-<uid>` in the temporary directory), created if missing and used only if it is the "
-        "user's and no one else can open it",
-    )
-    counter_processes: int = setting(
-        0,
-        _non_negative_int,
-        "the counting service's counting processes (0: one per two cores, at most four)",
-    )
-    counter_idle_timeout: float = setting(
-        300.0,
-        _positive_float,
-        "seconds a counting process, and then the counting service, stays once its last client has gone",
-    )
-    guard: str = setting(
-        GUARD_OFF,
-        _choice(GUARD_MODES),
-        "`off`, `warn`, `truncate` or `reject`: what happens to a tool result or resource read "
-        "over its limit (docs/guardrails.md)",
-        readme=True,
-    )
-    guard_max_result_tokens: int = setting(
-        semconv.HOST_RESULT_CAP,
-        _positive_int,
-        "the guard's limit of every tool result and resource read, in tokens (Claude Code's default cap)",
-    )
+    encoding: str = "o200k_base"
+    tokenizer_file: str | None = None
+    tokenizer_pattern: str | None = None
+    max_bytes: int = 32 * 1024 * 1024
+    image_model: ImageModel = ImageModel.ANTHROPIC
+    risk_thresholds: RiskThresholds = RiskThresholds()
+    overhead_pattern: re.Pattern[str] | None = None
+    padding: bool = True
+    context_window: int = 200_000
+    budget_thresholds: BudgetThresholds = BudgetThresholds()
+    max_scopes: int = 10_000
+    scope_idle_ttl: float = 3600.0
+    queue_size: int = 1024
+    span_wait: float = 1.0
+    max_label_values: int = 200
+    capture_content: bool = False
+    content_max_chars: int = 4096
+    analysis: str = ANALYSIS_PROCESS
+    counter_dir: str | None = None
+    counter_processes: int = 0
+    counter_idle_timeout: float = 300.0
+    guard: str = GUARD_OFF
+    guard_max_result_tokens: int = semconv.HOST_RESULT_CAP
     # (tool name, limit) pairs; a limit of 0 lifts the limit for that tool.
-    guard_tool_limits: tuple[tuple[str, int], ...] = setting(
-        (),
-        _tool_limits,
-        "`name=tokens,...`: per-tool limits replacing `GUARD_MAX_RESULT_TOKENS` for those tools "
-        "(0: no limit); as a keyword, also a dict",
-    )
-    guard_budget: str = setting(
-        GUARD_OFF,
-        _choice(GUARD_BUDGET_MODES),
-        "`off`, `truncate` or `reject`: a result that would take its budget scope past the context "
-        "window gets what is left, or is refused",
-    )
-    guard_repeat_limit: int = setting(
-        0,
-        _non_negative_int,
-        "more calls than this of the same tool with the same arguments within the window, in one "
-        "scope: the `GUARD` mode applies to the rest (0: off)",
-    )
-    guard_repeat_window: float = setting(60.0, _positive_float, "the repeat limit's window, in seconds")
-    guard_notice: str | None = setting(
-        None,
-        _text,
-        "the guard's notice text (unset: the built-in one), with `{tool}` (or the resource URI), "
-        "`{original_tokens}`, `{delivered_tokens}`, `{limit}`; other braces stay as written",
-    )
+    guard_tool_limits: tuple[tuple[str, int], ...] = ()
+    guard_budget: str = GUARD_OFF
+    guard_repeat_limit: int = 0
+    guard_repeat_window: float = 60.0
+    guard_notice: str | None = None
     # Checked off the response path, in each host's own unit (Claude tokens for claude-code,
     # bytes and lines for codex...); the tool count of each listing is recorded anyway.
-    hosts: tuple[str, ...] = setting(
-        (),
-        _hosts,
-        "`claude-code,codex,...`: hosts whose limits each response and listing is checked against "
-        "(`claude-code`, `codex`, `copilot-cli`, `vscode`, `cursor`, `windsurf`, `gemini`); as a "
-        "keyword, also a list",
-        readme=True,
-    )
+    hosts: tuple[str, ...] = ()
 
     @property
     def counting_processes(self) -> int:
@@ -301,7 +179,7 @@ class Settings:
     ) -> Settings:
         env = os.environ if environ is None else environ
         values: dict[str, Any] = {}
-        for name in _FIELDS:
+        for name in Settings._fields:
             variable = env_variable(name)
             raw = env.get(variable)
             if raw is None or raw.strip() == "":
@@ -310,7 +188,7 @@ class Settings:
             if parsed is not _INVALID:
                 values[name] = parsed
         for name, value in (overrides or {}).items():
-            if name not in _FIELDS:
+            if name not in _DOCS:
                 _logger.warning("mcp-tokens: unknown setting %r ignored", name)
                 continue
             parsed = _parse(name, name, value) if isinstance(value, str) else _coerce(name, value)
@@ -319,7 +197,162 @@ class Settings:
         return cls(**values)
 
 
-_FIELDS: dict[str, dataclasses.Field[Any]] = {item.name: item for item in dataclasses.fields(Settings)}
+class _Doc(NamedTuple):
+    """How a setting's environment value parses and what it means, as the settings tables say
+    it. `shown` is the default as a user would write it, where the value's own text is not
+    that; `readme` puts it in the README's short table."""
+
+    parse: Callable[[str], Any]
+    meaning: str
+    shown: str | None = None
+    readme: bool = False
+
+
+_DOCS: dict[str, _Doc] = {
+    "encoding": _Doc(
+        _text,
+        "`o200k_base` or `cl100k_base` (bundled, offline); `claude-<version>` (`claude-3`, `claude-4.7`; "
+        "`claude`: the latest) counts Claude's tokens, exact with the `claude` extra, else estimated; "
+        "with `TOKENIZER_FILE`, the name reported as `mcp_tokens.encoding`",
+        readme=True,
+    ),
+    "tokenizer_file": _Doc(
+        _text,
+        "a tiktoken BPE file (`base64 rank` lines) or a HuggingFace `tokenizer.json` "
+        "(needs the `tokenizers` package, extra `huggingface`)",
+        readme=True,
+    ),
+    "tokenizer_pattern": _Doc(
+        _text,
+        "for a tiktoken BPE file: the family whose split pattern and special tokens to use "
+        "(`o200k`, `cl100k`, `llama3`)",
+    ),
+    "max_bytes": _Doc(
+        _positive_int,
+        "payloads above this many UTF-8 bytes are estimated (flagged `exact=false`)",
+    ),
+    "image_model": _Doc(
+        _image_model,
+        "image token formula: `anthropic`, `openai`, `gemini`",
+    ),
+    "risk_thresholds": _Doc(
+        RiskThresholds.parse,
+        "upper bounds of the low, medium and high tiers",
+        shown="1000,4000,8000",
+        readme=True,
+    ),
+    "overhead_pattern": _Doc(
+        re.compile,
+        "a Python regex marking overhead blocks (searched in each block's first 64 KiB)",
+    ),
+    "padding": _Doc(
+        _boolean,
+        "run the padding detectors",
+    ),
+    "context_window": _Doc(
+        _positive_int,
+        "the context window of a budget scope, in tokens",
+        readme=True,
+    ),
+    "budget_thresholds": _Doc(
+        BudgetThresholds.parse,
+        "utilisation at which a scope reaches `warning` and `critical`",
+        shown="0.75,0.90",
+    ),
+    "max_scopes": _Doc(
+        _positive_int,
+        "budget scopes kept (least recently used are dropped)",
+    ),
+    "scope_idle_ttl": _Doc(
+        _positive_float,
+        "seconds after which an idle scope is dropped",
+    ),
+    "queue_size": _Doc(
+        _positive_int,
+        "exchanges held for counting (queued, or at the counter); beyond it they are estimated from "
+        "their length (`overload`)",
+    ),
+    "span_wait": _Doc(
+        _positive_float,
+        "seconds after its call a span may wait for its exact count before it ends with an estimate "
+        "(`mcp_tokens.skipped=late`; the exact count still reaches the metrics)",
+    ),
+    "max_label_values": _Doc(
+        _positive_int,
+        "distinct tool and prompt names per server before `_OTHER`",
+        readme=True,
+    ),
+    "capture_content": _Doc(
+        _boolean,
+        "record tool arguments and results on spans",
+        readme=True,
+    ),
+    "content_max_chars": _Doc(
+        _positive_int,
+        "truncation of captured content, in characters",
+    ),
+    "analysis": _Doc(
+        _choice((ANALYSIS_PROCESS, ANALYSIS_THREAD)),
+        "where the analysis runs: `process` (the user's counting service, shared by every "
+        "instrumented process of the user) or `thread` (a thread of the application, sharing its GIL)",
+        readme=True,
+    ),
+    "counter_dir": _Doc(
+        _text,
+        "the directory of the counting service's sockets (unset: `$XDG_RUNTIME_DIR/mcp-tokens`, else "
+        "`mcp-tokens-<uid>` in the temporary directory), created if missing and used only if it is the "
+        "user's and no one else can open it",
+    ),
+    "counter_processes": _Doc(
+        _non_negative_int,
+        "the counting service's counting processes (0: one per two cores, at most four)",
+    ),
+    "counter_idle_timeout": _Doc(
+        _positive_float,
+        "seconds a counting process, and then the counting service, stays once its last client has gone",
+    ),
+    "guard": _Doc(
+        _choice(GUARD_MODES),
+        "`off`, `warn`, `truncate` or `reject`: what happens to a tool result or resource read "
+        "over its limit (docs/guardrails.md)",
+        readme=True,
+    ),
+    "guard_max_result_tokens": _Doc(
+        _positive_int,
+        "the guard's limit of every tool result and resource read, in tokens (Claude Code's default cap)",
+    ),
+    "guard_tool_limits": _Doc(
+        _tool_limits,
+        "`name=tokens,...`: per-tool limits replacing `GUARD_MAX_RESULT_TOKENS` for those tools "
+        "(0: no limit); as a keyword, also a dict",
+    ),
+    "guard_budget": _Doc(
+        _choice(GUARD_BUDGET_MODES),
+        "`off`, `truncate` or `reject`: a result that would take its budget scope past the context "
+        "window gets what is left, or is refused",
+    ),
+    "guard_repeat_limit": _Doc(
+        _non_negative_int,
+        "more calls than this of the same tool with the same arguments within the window, in one "
+        "scope: the `GUARD` mode applies to the rest (0: off)",
+    ),
+    "guard_repeat_window": _Doc(
+        _positive_float,
+        "the repeat limit's window, in seconds",
+    ),
+    "guard_notice": _Doc(
+        _text,
+        "the guard's notice text (unset: the built-in one), with `{tool}` (or the resource URI), "
+        "`{original_tokens}`, `{delivered_tokens}`, `{limit}`; other braces stay as written",
+    ),
+    "hosts": _Doc(
+        _hosts,
+        "`claude-code,codex,...`: hosts whose limits each response and listing is checked against "
+        "(`claude-code`, `codex`, `copilot-cli`, `vscode`, `cursor`, `windsurf`, `gemini`); as a "
+        "keyword, also a list",
+        readme=True,
+    ),
+}
 
 
 def env_variable(name: str) -> str:
@@ -344,18 +377,18 @@ def documented_settings() -> tuple[SettingDoc, ...]:
         SettingDoc(
             name=name,
             variable=env_variable(name),
-            default=item.metadata["shown"] or _shown(item.default),
-            meaning=item.metadata["meaning"],
-            in_readme=item.metadata["readme"],
+            default=doc.shown or _shown(Settings._field_defaults[name]),
+            meaning=doc.meaning,
+            in_readme=doc.readme,
         )
-        for name, item in _FIELDS.items()
+        for name, doc in _DOCS.items()
     )
 
 
 def parse_setting(name: str, text: str) -> Any:
     """The value of setting `name` for this environment text; raises ValueError (or
     re.error) naming what is wrong."""
-    return _FIELDS[name].metadata["parse"](text)
+    return _DOCS[name].parse(text)
 
 
 def _shown(value: object) -> str:

@@ -10,7 +10,6 @@ on the caller's path) and submit it; everything else happens on the analysis wor
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, field
 from enum import Enum
 
 from opentelemetry.trace import Span
@@ -43,31 +42,76 @@ RESPONSE_KINDS: dict[str, str] = {
 BUDGETED_METHODS = frozenset({"tools/call", "tools/list", "resources/read", "prompts/get"})
 
 
-@dataclass(slots=True)
 class Exchange:
-    side: Side
-    method: str
-    start_ns: int = field(default_factory=time.time_ns)
-    end_ns: int = 0
-    request: object = None
-    response: object = None
-    target: str | None = None
-    server_name: str | None = None
-    budget: BudgetRef | None = None
-    error_type: str | None = None
-    span: Span | None = None
-    # Whether the worker ends `span` (at `end_ns`) once the analysis is on it.
-    end_span: bool = False
-    # Semconv attributes for the duration metric (protocol version, transport, ...).
-    metric_attributes: dict[str, AttributeValue] = field(default_factory=dict)
-    # Which operation-duration histogram applies when it differs from `side`: semconv
-    # measures a request on its sender as a client operation, so a server's own
-    # sampling/createMessage request is CLIENT here (and the client's answer SERVER).
-    operation_side: Side | None = None
-    # About how many characters the payloads' strings hold, set when submitted (None: no
-    # payload to count): the queue's memory bound, and the length an estimate is made from.
-    request_chars: int | None = None
-    response_chars: int | None = None
+    """One request and its response, as a patch hands them to the pipeline.
+
+    A plain slotted class (one is built per MCP message): defining a slotted dataclass
+    costs about a millisecond of every instrumented process's start.
+    """
+
+    __slots__ = (
+        "budget",
+        "end_ns",
+        "end_span",
+        "error_type",
+        "method",
+        "metric_attributes",
+        "operation_side",
+        "request",
+        "request_chars",
+        "response",
+        "response_chars",
+        "server_name",
+        "side",
+        "span",
+        "start_ns",
+        "target",
+    )
+
+    def __init__(
+        self,
+        side: Side,
+        method: str,
+        *,
+        start_ns: int | None = None,
+        end_ns: int = 0,
+        request: object = None,
+        response: object = None,
+        target: str | None = None,
+        server_name: str | None = None,
+        budget: BudgetRef | None = None,
+        error_type: str | None = None,
+        span: Span | None = None,
+        end_span: bool = False,
+        metric_attributes: dict[str, AttributeValue] | None = None,
+        operation_side: Side | None = None,
+    ) -> None:
+        self.side = side
+        self.method = method
+        self.start_ns = time.time_ns() if start_ns is None else start_ns
+        self.end_ns = end_ns
+        self.request = request
+        self.response = response
+        self.target = target
+        self.server_name = server_name
+        self.budget = budget
+        self.error_type = error_type
+        self.span = span
+        # Whether the worker ends `span` (at `end_ns`) once the analysis is on it.
+        self.end_span = end_span
+        # Semconv attributes for the duration metric (protocol version, transport, ...).
+        self.metric_attributes = {} if metric_attributes is None else metric_attributes
+        # Which operation-duration histogram applies when it differs from `side`: semconv
+        # measures a request on its sender as a client operation, so a server's own
+        # sampling/createMessage request is CLIENT here (and the client's answer SERVER).
+        self.operation_side = operation_side
+        # About how many characters the payloads' strings hold, set when submitted (None: no
+        # payload to count): the queue's memory bound, and the length an estimate is made from.
+        self.request_chars: int | None = None
+        self.response_chars: int | None = None
+
+    def __repr__(self) -> str:
+        return f"Exchange({self.side.value} {self.method}, start_ns={self.start_ns}, end_ns={self.end_ns})"
 
     def finish(self, response: object = None, error_type: str | None = None) -> None:
         self.end_ns = time.time_ns()

@@ -24,8 +24,8 @@ import base64
 import binascii
 import itertools
 from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import dataclass
 from enum import Enum
+from typing import NamedTuple
 
 from .compact import compact_json
 
@@ -55,8 +55,7 @@ class BlockType(str, Enum):
     OTHER = "other"
 
 
-@dataclass(frozen=True, slots=True)
-class Block:
+class Block(NamedTuple):
     """One piece of what the model is shown.
 
     `text` is what gets tokenised; image and audio blocks carry `data` (base64) and

@@ -10,8 +10,8 @@ conversation) out of the model's attention: low <= 1000 < medium <= 4000 < high 
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from enum import Enum
+from typing import NamedTuple
 
 
 class RiskTier(str, Enum):
@@ -28,20 +28,25 @@ class RiskTier(str, Enum):
 _RANKS = {RiskTier.LOW: 0, RiskTier.MEDIUM: 1, RiskTier.HIGH: 2, RiskTier.CRITICAL: 3}
 
 
-@dataclass(frozen=True)
-class RiskThresholds:
+class _Bounds(NamedTuple):
+    low: int
+    medium: int
+    high: int
+
+
+# A NamedTuple that validates in __new__: immutable and comparable like a frozen dataclass,
+# at a fraction of the cost of defining one when the package is imported.
+class RiskThresholds(_Bounds):
     """Upper bounds (inclusive) of the low, medium and high tiers; above `high` is critical."""
 
-    low: int = 1000
-    medium: int = 4000
-    high: int = 8000
+    __slots__ = ()
 
-    def __post_init__(self) -> None:
-        if not 0 < self.low < self.medium < self.high:
+    def __new__(cls, low: int = 1000, medium: int = 4000, high: int = 8000) -> RiskThresholds:
+        if not 0 < low < medium < high:
             raise ValueError(
-                f"risk thresholds must be increasing positive integers, got "
-                f"{self.low},{self.medium},{self.high}"
+                f"risk thresholds must be increasing positive integers, got {low},{medium},{high}"
             )
+        return super().__new__(cls, low, medium, high)
 
     @classmethod
     def parse(cls, text: str) -> RiskThresholds:

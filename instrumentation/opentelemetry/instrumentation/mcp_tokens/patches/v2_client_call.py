@@ -14,7 +14,6 @@ import uuid
 import weakref
 from collections.abc import Iterator
 from contextvars import ContextVar
-from dataclasses import dataclass, field
 from typing import Any
 
 from opentelemetry import context as otel_context
@@ -43,15 +42,17 @@ from .v2_transport import TransportInfo
 INPUT_PARENT: ContextVar[SpanContext | None] = ContextVar("mcp_tokens_v2_input_parent", default=None)
 
 
-@dataclass
 class SessionInfo:
     """What we know of one ClientSession."""
 
-    session: weakref.ref[Any]
-    transport: TransportInfo
-    key: str = field(default_factory=lambda: uuid.uuid4().hex)
-    server_name: str | None = None
-    started: float | None = None
+    __slots__ = ("key", "server_name", "session", "started", "transport")
+
+    def __init__(self, session: weakref.ref[Any], transport: TransportInfo) -> None:
+        self.session = session
+        self.transport = transport
+        self.key = uuid.uuid4().hex
+        self.server_name: str | None = None
+        self.started: float | None = None
 
 
 class ClientCall:

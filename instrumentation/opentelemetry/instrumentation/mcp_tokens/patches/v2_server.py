@@ -30,7 +30,6 @@ import time
 import uuid
 from collections.abc import Awaitable, Callable
 from contextvars import ContextVar
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 from weakref import WeakKeyDictionary
 
@@ -65,15 +64,17 @@ Handler = Callable[[Any], Awaitable[Any]]
 _SYNTHETIC: ContextVar[bool] = ContextVar("mcp_tokens_v2_synthetic_listing", default=False)
 
 
-@dataclass
 class LoopSession:
     """A handshake-era loop connection (stdio, SSE, stateful HTTP, in-memory): a session."""
 
-    key: str = field(default_factory=lambda: uuid.uuid4().hex)
-    started: float = field(default_factory=time.monotonic)
-    transport: TransportInfo = NO_TRANSPORT
-    server_name: str | None = None
-    served: bool = False
+    __slots__ = ("__weakref__", "key", "served", "server_name", "started", "transport")
+
+    def __init__(self) -> None:
+        self.key = uuid.uuid4().hex
+        self.started = time.monotonic()
+        self.transport = NO_TRANSPORT
+        self.server_name: str | None = None
+        self.served = False
 
 
 class ServerHooks:

@@ -25,7 +25,6 @@ import contextlib
 import logging
 import time
 from collections.abc import Callable, Iterator, Mapping
-from dataclasses import dataclass
 from typing import Any
 from weakref import WeakSet
 
@@ -173,16 +172,24 @@ def _nothing(failure: BaseException | None) -> None:
     return None
 
 
-@dataclass
 class Adoption:
     """How one request takes over the span the SDK opens for it (see `adopting_otel_span`)."""
 
-    handoff: Handoff
-    # Called with the span and the SDK's attributes once the span is open.
-    adopt: Callable[[Span, object], None]
-    # Called when the SDK's block around the span exits (with what it raised, if anything).
-    exited: Callable[[BaseException | None], None] = _nothing
-    links: list[Link] | None = None
+    __slots__ = ("adopt", "exited", "handoff", "links")
+
+    def __init__(
+        self,
+        handoff: Handoff,
+        adopt: Callable[[Span, object], None],
+        exited: Callable[[BaseException | None], None] = _nothing,
+        links: list[Link] | None = None,
+    ) -> None:
+        self.handoff = handoff
+        # Called with the span and the SDK's attributes once the span is open.
+        self.adopt = adopt
+        # Called when the SDK's block around the span exits (with what it raised, if anything).
+        self.exited = exited
+        self.links = links
 
 
 # Decides, for a span the SDK is about to open, whether a request of ours adopts it.
