@@ -39,9 +39,12 @@ Method
   ratio of the medians; "p99 added" = p99(instrumented) - p99(uninstrumented) and
   "median added" = median(instrumented) - median(uninstrumented).
 
-Exits 1 when a check fails, or when a cell shows that the p99 added reaches 1 ms: the 90%
-interval's lower end is at or above it. An interval that straddles 1 ms says this machine's
-noise is above the bound there: the cell reads "unresolved", and does not fail the run.
+Exits 1 when a check fails, or when a 1 MB cell's ratio of medians is over `RATIO_BOUND`
+(1.10), on either transport. The p99 added is reported with its interval and the column
+"p99 added < 1 ms" says whether the interval lies under 1 ms ("yes"), above it ("over") or
+holds it ("unresolved"); it does not fail the run: a tail a millisecond long is within this
+shared machine's own A/A noise (`--aa` measures it), so a bound there would report the
+machine, not us.
 """
 
 from __future__ import annotations
@@ -82,6 +85,9 @@ from .instrumented_server import (
 SIZES = {"1 KB": 1_000, "50 KB": 50_000, "1 MB": 1_000_000, "20 MB": 20_000_000}
 VARIANTS = ("uninstrumented", "instrumented")
 BOUND_MS = 1.0
+# The median ratio instrumented / uninstrumented that a 1 MB tool call may reach.
+RATIO_BOUND = 1.10
+RATIO_BOUND_SIZE = "1 MB"
 # Serial numbers whose texts must all have the payload's one token count.
 SERIAL_PROBES = (0, 7, 42_424, 123_456_789_012, 999_999_999_999)
 
@@ -358,6 +364,26 @@ def table(results: list[dict[str, Any]]) -> str:
     return "\n".join(lines)
 
 
+def ratio_over(results: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The 1 MB cells whose ratio of medians is over the bound."""
+    return [
+        r
+        for r in results
+        if r["size"] == RATIO_BOUND_SIZE
+        and r.get("median_ratio") is not None
+        and r["median_ratio"] > RATIO_BOUND
+    ]
+
+
+def ratio_verdict(results: list[dict[str, Any]]) -> str:
+    """One line: the 1 MB cells' ratios against the bound."""
+    cells = [r for r in results if r["size"] == RATIO_BOUND_SIZE and r.get("median_ratio") is not None]
+    shown = ", ".join(f"{r['transport']} {r['median_ratio']:.3f}" for r in cells) or "not measured"
+    verdict = "over" if ratio_over(results) else "ok" if cells else "-"
+    bound = f"a {RATIO_BOUND_SIZE} call's median ratio <= {RATIO_BOUND:.2f} on each transport"
+    return f"Bound: {bound}: {shown} ({verdict})."
+
+
 def p99_verdict(result: dict[str, Any]) -> str:
     """Whether the cell shows the p99 added under the bound ("yes"), at or over it ("over"),
     or neither, its 90% interval holding the bound ("unresolved")."""
@@ -443,7 +469,7 @@ def main(argv: list[str] | None = None) -> int:
         elapsed = time.monotonic() - started
     results = [cell.stats() for cell in cells]
     failed = any(r["checks"] != "ok" for r in results)
-    over = not args.aa and any(p99_verdict(r) == "over" for r in results)
+    over = [] if args.aa else ratio_over(results)
     if args.json:
         report = {
             "environment": environment(),
@@ -468,11 +494,17 @@ def main(argv: list[str] | None = None) -> int:
     if args.markdown:
         capped = "" if complete else "\n\nThe time cap ended this run early: fewer rounds than planned."
         write_section(
-            args.markdown, "instrumented", table(results) + capped, "tests.bench.instrumented", argv
+            args.markdown,
+            "instrumented",
+            table(results) + "\n\n" + ratio_verdict(results) + capped,
+            "tests.bench.instrumented",
+            argv,
         )
         for r in results:
             if r["checks"] != "ok":
                 print(f"FAILED {r['size']} {r['transport']}: {'; '.join(r['checks'])}")
+    for r in over:
+        print(f"OVER {r['size']} {r['transport']}: median ratio {r['median_ratio']} > {RATIO_BOUND}")
     return 1 if failed or over else 0
 
 
