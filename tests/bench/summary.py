@@ -119,7 +119,7 @@ def footprint(body: str) -> list[tuple[str, str]]:
 
 def saturation(body: str) -> list[tuple[str, str]]:
     out = []
-    match = re.search(r"Instrumented throughput over plain \(medians\): ([\d.]+)", body)
+    match = re.search(r"Instrumented throughput over plain \([^)]*\): ([\d.]+)", body)
     if match:
         out.append(("a saturated 2-worker gunicorn server, throughput instrumented / plain", match.group(1)))
     runs = tables(body)[1] if len(tables(body)) > 1 else []

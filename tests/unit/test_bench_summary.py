@@ -111,7 +111,7 @@ SATURATION = """`python -m tests.bench.saturation`
 | plain                      |     151 | 1,519 |                    8.18 |
 | instrumented               |     148 | 1,490 |                    8.40 |
 
-Instrumented throughput over plain (medians): 0.980 (floor 0.95).
+Instrumented throughput over plain (median of the rounds' ratios): 0.980 (floor 0.95).
 
 | run | calls/s | calls | recorded | tokens received | recorded sum | exact | last count, s |
 |-----|--------:|------:|---------:|----------------:|-------------:|------:|--------------:|
