@@ -504,7 +504,11 @@ def main(argv: list[str] | None = None) -> int:
             if r["checks"] != "ok":
                 print(f"FAILED {r['size']} {r['transport']}: {'; '.join(r['checks'])}")
     for r in over:
-        print(f"OVER {r['size']} {r['transport']}: median ratio {r['median_ratio']} > {RATIO_BOUND}")
+        # stderr: with --json, stdout holds the report alone.
+        print(
+            f"OVER {r['size']} {r['transport']}: median ratio {r['median_ratio']} > {RATIO_BOUND}",
+            file=sys.stderr,
+        )
     return 1 if failed or over else 0
 
 
