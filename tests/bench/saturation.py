@@ -59,8 +59,9 @@ FLOORS = {"throughput": 0.95, "sum_error": 0.10}
 EXTRA_ENV = {
     "plain": {"OTEL_PYTHON_DISABLED_INSTRUMENTATIONS": "mcp_tokens"},
     "thread": {"OTEL_INSTRUMENTATION_MCP_TOKENS_ANALYSIS": "thread"},
-    # Every payload over MAX_BYTES: estimated from its length in the application, so nothing
-    # is counted: what the instrumentation costs the server without the counting service.
+    # Every payload over MAX_BYTES: it still crosses to the counting service, which answers
+    # with its content-aware estimate instead of tokenizing: what the server pays when
+    # counting itself costs next to nothing.
     "estimate": {"OTEL_INSTRUMENTATION_MCP_TOKENS_MAX_BYTES": "1"},
 }
 
@@ -313,7 +314,7 @@ def main() -> int:
         "--variants",
         default="plain,instrumented",
         help="run in turn (default plain,instrumented; also bare: no OpenTelemetry, "
-        "thread: ANALYSIS=thread, estimate: nothing counted)",
+        "thread: ANALYSIS=thread, estimate: nothing tokenized)",
     )
     add_markdown_option(parser)
     args = parser.parse_args()
