@@ -67,7 +67,7 @@ _SYNTHETIC: ContextVar[bool] = ContextVar("mcp_tokens_v2_synthetic_listing", def
 class LoopSession:
     """A handshake-era loop connection (stdio, SSE, stateful HTTP, in-memory): a session."""
 
-    __slots__ = ("__weakref__", "key", "served", "server_name", "started", "transport")
+    __slots__ = ("key", "served", "server_name", "started", "transport")
 
     def __init__(self) -> None:
         self.key = uuid.uuid4().hex
