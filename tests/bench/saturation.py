@@ -4,7 +4,8 @@
 """Counting under saturation: `python -m tests.bench.saturation`.
 
 A 2-worker gunicorn server (uvicorn workers, stateless streamable HTTP,
-`tests.bench.saturation_app`) is driven by 8 concurrent clients for 20 s, each calling
+`tests.bench.saturation_app`) is driven by 8 concurrent clients for 20 s, 4 on each worker
+(keep-alive connections stay with the worker that accepted them), each calling
 `records` as fast as it answers (results of 2-12 KB of JSON text, plus the same records as
 structuredContent). Plain (`opentelemetry-instrument`, mcp-tokens disabled: the MCP SDK's
 own spans cost the same in both) and instrumented (mcp-tokens on, `--metrics_exporter
@@ -47,11 +48,13 @@ from tests.e2e.expected import result_tokens
 from tests.e2e.raw_mcp import RawSession
 
 from ._doc import add_markdown_option, table, write_section
-from .saturation_app import result_of
+from .footprint import service_pids
+from .saturation_app import WORKER_HEADER, result_of
 
 WORKERS = 2
 CLIENTS = 8
 SEEDS = 100
+SPREAD_ATTEMPTS = 20 * CLIENTS  # connections opened to spread the clients, at most
 STARTUP_TIMEOUT_S = 60.0
 CATCH_UP_TIMEOUT_S = 180.0
 FLOORS = {"throughput": 0.95, "sum_error": 0.10}
@@ -77,6 +80,7 @@ class Run:
     exact: int = 0
     catch_up_s: float | None = None
     server_cpu_s: float = 0.0  # the server's processes, during the load
+    service_cpu_s: float = 0.0  # the counting service's, during the load
 
     @property
     def cpu_ms_per_call(self) -> float:
@@ -92,14 +96,13 @@ def drive(port: int, seconds: float) -> tuple[int, float, Counter[int]]:
     seeds: Counter[int] = Counter()
     lock = threading.Lock()
     failures: list[str] = []
+    sessions = spread_sessions(port)
     started = time.monotonic()
     deadline = started + seconds
 
-    def client(index: int) -> None:
-        session = RawSession(port)
+    def client(index: int, session: RawSession) -> None:
         mine: Counter[int] = Counter()
         try:
-            session.initialize()
             call = index
             while time.monotonic() < deadline:
                 seed = call % SEEDS
@@ -114,7 +117,7 @@ def drive(port: int, seconds: float) -> tuple[int, float, Counter[int]]:
             with lock:
                 seeds.update(mine)
 
-    threads = [threading.Thread(target=client, args=(index,)) for index in range(CLIENTS)]
+    threads = [threading.Thread(target=client, args=pair) for pair in enumerate(sessions)]
     for thread in threads:
         thread.start()
     for thread in threads:
@@ -122,6 +125,34 @@ def drive(port: int, seconds: float) -> tuple[int, float, Counter[int]]:
     if failures:
         raise RuntimeError("; ".join(failures[:3]))
     return sum(seeds.values()), time.monotonic() - started, seeds
+
+
+def spread_sessions(port: int) -> list[RawSession]:
+    """CLIENTS initialised sessions, CLIENTS // WORKERS on each worker.
+
+    A keep-alive connection stays with the worker that accepted it, and which idle worker
+    the kernel hands a new connection to is chance: 8 clients split 6/2 leave one worker
+    short of work and halve what the run measures. A connection that lands on a worker
+    already holding its share is closed and opened again.
+    """
+    share = CLIENTS // WORKERS
+    kept: list[RawSession] = []
+    per_worker: Counter[str] = Counter()
+    for _ in range(SPREAD_ATTEMPTS):
+        if len(kept) == CLIENTS:
+            return kept
+        session = RawSession(port)
+        session.initialize()
+        worker = session.last_headers.get(WORKER_HEADER, "")
+        if worker and per_worker[worker] < share:
+            per_worker[worker] += 1
+            kept.append(session)
+        else:
+            session.close()
+    for session in kept:
+        with contextlib.suppress(Exception):
+            session.close()
+    raise RuntimeError(f"could not spread {CLIENTS} clients over {WORKERS} workers: {dict(per_worker)}")
 
 
 def responses(metrics_port: int) -> tuple[int, float, int]:
@@ -177,10 +208,15 @@ def run(variant: str, seconds: float, warmup: float, workdir: Path) -> Run:
     try:
         child.wait_ready(STARTUP_TIMEOUT_S)
         warm_calls, _, warm_seeds = drive(port, warmup)
-        cpu_before = tree_cpu_s(process.pid)
+        cpu_before, service_before = tree_cpu_s(process.pid), service_cpu_s(counter_dir)
         calls, elapsed, seeds = drive(port, seconds)
         result = Run(
-            variant, calls, elapsed, seeds + warm_seeds, server_cpu_s=tree_cpu_s(process.pid) - cpu_before
+            variant,
+            calls,
+            elapsed,
+            seeds + warm_seeds,
+            server_cpu_s=tree_cpu_s(process.pid) - cpu_before,
+            service_cpu_s=service_cpu_s(counter_dir) - service_before,
         )
         if variant in ("instrumented", "thread"):
             catch_up(result, warm_calls + calls, metrics_port)
@@ -204,6 +240,11 @@ def tree_cpu_s(pid: int) -> float:
     return total / tick
 
 
+def service_cpu_s(counter_dir: Path) -> float:
+    """CPU time of the counting service serving `counter_dir` so far (0 where none runs)."""
+    return sum(tree_cpu_s(pid) for pid in service_pids(counter_dir))
+
+
 def catch_up(result: Run, calls: int, metrics_port: int) -> None:
     """Scrape until every call is recorded, or CATCH_UP_TIMEOUT_S passed."""
     started = time.monotonic()
@@ -218,12 +259,9 @@ def catch_up(result: Run, calls: int, metrics_port: int) -> None:
 
 
 def stop_service(directory: Path) -> None:
-    needle = os.fsencode(directory)
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit():
-            with contextlib.suppress(OSError):
-                if needle in (entry / "cmdline").read_bytes():
-                    os.kill(int(entry.name), signal.SIGTERM)
+    for pid in service_pids(directory):
+        with contextlib.suppress(OSError):
+            os.kill(pid, signal.SIGTERM)
 
 
 def expected_tokens(seeds: Counter[int]) -> int:
@@ -233,12 +271,12 @@ def expected_tokens(seeds: Counter[int]) -> int:
 
 @dataclass(frozen=True)
 class Verdict:
-    ratio: float
+    ratio: float | None  # None: no round ran both plain and instrumented
     rows: list[list[str]]
     missed: list[str]
 
 
-def paired_ratio(runs: list[Run], per_round: int) -> float:
+def paired_ratio(runs: list[Run], per_round: int) -> float | None:
     """The median, over the rounds, of a round's instrumented rate over its plain rate.
 
     Plain's rate alone moves by tens of percent between runs a minute apart (a shared host):
@@ -250,13 +288,13 @@ def paired_ratio(runs: list[Run], per_round: int) -> float:
         rates = {r.variant: r.rate for r in runs[start : start + per_round]}
         if rates.get("plain") and "instrumented" in rates:
             ratios.append(rates["instrumented"] / rates["plain"])
-    return statistics.median(ratios)
+    return statistics.median(ratios) if ratios else None  # None: no round ran both
 
 
 def judge(runs: list[Run], per_round: int) -> Verdict:
     instrumented = [r for r in runs if r.variant == "instrumented"]
     ratio = paired_ratio(runs, per_round)
-    missed = [] if ratio >= FLOORS["throughput"] else [f"throughput {ratio:.3f} of plain"]
+    missed = [] if ratio is None or ratio >= FLOORS["throughput"] else [f"throughput {ratio:.3f} of plain"]
     rows = []
     for index, r in enumerate(instrumented, 1):
         calls = sum(r.seeds.values())
@@ -281,8 +319,26 @@ def judge(runs: list[Run], per_round: int) -> Verdict:
     return Verdict(ratio, rows, missed)
 
 
+def throughput_line(ratio: float | None) -> str:
+    if ratio is None:
+        return "Instrumented throughput over plain: not measured (no round ran both)."
+    return (
+        f"Instrumented throughput over plain (median of the rounds' ratios): {ratio:.3f} "
+        f"(floor {FLOORS['throughput']})."
+    )
+
+
 def render(runs: list[Run], verdict: Verdict) -> str:
-    rates = [[r.variant, f"{r.rate:.0f}", f"{r.calls:,}", f"{r.cpu_ms_per_call:.2f}"] for r in runs]
+    rates = [
+        [
+            r.variant,
+            f"{r.rate:.0f}",
+            f"{r.calls:,}",
+            f"{r.cpu_ms_per_call:.2f}",
+            f"{1000 * r.service_cpu_s / r.calls:.2f}" if r.calls else "-",
+        ]
+        for r in runs
+    ]
     header = [
         "run",
         "calls/s",
@@ -294,9 +350,17 @@ def render(runs: list[Run], verdict: Verdict) -> str:
         "last count, s",
     ]
     return (
-        table(["variant (in the order run)", "calls/s", "calls", "server CPU per call, ms"], rates)
-        + f"\n\nInstrumented throughput over plain (median of the rounds' ratios): {verdict.ratio:.3f} "
-        + f"(floor {FLOORS['throughput']}).\n\n"
+        table(
+            [
+                "variant (in the order run)",
+                "calls/s",
+                "calls",
+                "server CPU per call, ms",
+                "counting service CPU per call, ms",
+            ],
+            rates,
+        )
+        + f"\n\n{throughput_line(verdict.ratio)}\n\n"
         + table(header, verdict.rows)
         + "\n\n`calls` includes the warm-up; `exact` is the share of responses counted exactly once the "
         + "load stopped (the rest estimated); `last count` is how long after the load it arrived."
@@ -327,7 +391,8 @@ def main() -> int:
             for variant in order:
                 runs.append(run(variant, args.seconds, args.warmup, workdir))
                 print(
-                    f"{variant}: {runs[-1].rate:.0f} calls/s, {runs[-1].cpu_ms_per_call:.2f} ms CPU/call",
+                    f"{variant}: {runs[-1].rate:.0f} calls/s, {runs[-1].cpu_ms_per_call:.2f} ms CPU/call, "
+                    f"service {1000 * runs[-1].service_cpu_s / max(runs[-1].calls, 1):.2f}",
                     flush=True,
                 )
     finally:

@@ -7,13 +7,17 @@
 
 Stateless streamable HTTP. `records(seed)` returns 20 to 119 records (2-12 KB of JSON text)
 and the same records as structuredContent, always the same for the same seed, so the
-benchmark knows what every call returned without keeping the results.
+benchmark knows what every call returned without keeping the results. Every HTTP response
+names the worker that served it (`x-worker-pid`): a client's keep-alive connection stays on
+the worker that accepted it, and the benchmark spreads its clients evenly over the workers.
 """
 
 from __future__ import annotations
 
 import json
+import os
 import random
+from collections.abc import Awaitable, Callable, MutableMapping
 from typing import Any
 
 from mcp import types
@@ -57,4 +61,30 @@ def build_server() -> Any:
     return server
 
 
-app = demo_server.http_app(build_server(), stateless=True)
+Message = MutableMapping[str, Any]
+Receive = Callable[[], Awaitable[Message]]
+Send = Callable[[Message], Awaitable[None]]
+ASGIApp = Callable[[Message, Receive, Send], Awaitable[None]]
+WORKER_HEADER = "x-worker-pid"
+
+
+def naming_the_worker(inner: ASGIApp) -> ASGIApp:
+    """`inner`, with every HTTP response's headers naming the process that served it."""
+
+    async def app(scope: Message, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await inner(scope, receive, send)
+            return
+
+        async def named(message: Message) -> None:
+            if message["type"] == "http.response.start":
+                pid = (WORKER_HEADER.encode(), str(os.getpid()).encode())
+                message = {**message, "headers": [*message.get("headers", ()), pid]}
+            await send(message)
+
+        await inner(scope, receive, named)
+
+    return app
+
+
+app = naming_the_worker(demo_server.http_app(build_server(), stateless=True))

@@ -32,6 +32,7 @@ class RawSession:
         self.session_id: str | None = None
         self.protocol_version: str | None = None
         self.server_info: dict[str, Any] = {}
+        self.last_headers: dict[str, str] = {}  # the last HTTP response's, names lower-cased
 
     def initialize(self) -> None:
         result = self.request(
@@ -83,6 +84,7 @@ class RawSession:
         data = response.read()
         if response.status >= 400:
             raise McpHttpError(f"{verb} {self._path}: HTTP {response.status}: {data[:300]!r}")
+        self.last_headers = {name.lower(): value for name, value in response.getheaders()}
         self.session_id = response.getheader("mcp-session-id") or self.session_id
         return response.status, response.getheader("content-type", ""), data
 
