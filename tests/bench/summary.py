@@ -153,10 +153,13 @@ def engine(body: str) -> list[tuple[str, str]]:
 
 def guard(body: str) -> list[tuple[str, str]]:
     out = []
-    for row in first_table(body):
-        if "fit by size" in row.get("tools/call in memory", ""):
-            ratio = row.get("ratio (median of pairs)", "?")
-            out.append(("a tool call with the guard on, result within the limit", f"median ×{ratio}"))
+    ratios = [
+        f"×{row.get('ratio (median of pairs)', '?')} ({row['tools/call in memory'].split(' result')[0]})"
+        for row in first_table(body)
+        if "fits by size" in row.get("tools/call in memory", "")
+    ]
+    if ratios:
+        out.append(("a tool call with the guard on, result within the limit", "median " + ", ".join(ratios)))
     match = re.search(r"A 20 MB result cut to 25,000 tokens: ([\d.]+ ms) of CPU", body)
     if match:
         out.append(("the guard cutting a 20 MB result to 25,000 tokens", f"{match.group(1)} CPU"))

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.bench.summary import NOT_MEASURED, claude, saturation, startup, write_summary
+from tests.bench.summary import NOT_MEASURED, claude, guard, saturation, startup, write_summary
 
 PERFORMANCE = """# Performance
 
@@ -123,4 +123,23 @@ def test_saturation_quotes_the_ratio_and_whether_every_response_was_recorded() -
     assert saturation(SATURATION) == [
         ("a saturated 2-worker gunicorn server, throughput instrumented / plain", "0.980"),
         ("the same, counts and token sums", "every response recorded; sums +0.00%; counted exactly 93%"),
+    ]
+
+
+GUARD = """`python -m tests.bench.guard`
+
+| tools/call in memory                   | median off ms | median on ms | ratio (median of pairs) |  bound |
+|----------------------------------------|--------------:|-------------:|------------------------:|-------:|
+| 1 KB result (fits by size)             |         1.930 |        1.990 |                   1.031 | <= 1.1 |
+| 20 KB result (fits by size)            |         3.350 |        3.450 |                   1.030 | <= 1.1 |
+| 60 KB result (counted on both sides)   |         8.247 |       10.839 |                   1.327 |        |
+
+A 20 MB result cut to 25,000 tokens: 21.7 ms of CPU (best of 5; bound 500 ms), 25,000 tokens delivered.
+"""
+
+
+def test_guard_quotes_each_bounded_size_and_the_cut() -> None:
+    assert guard(GUARD) == [
+        ("a tool call with the guard on, result within the limit", "median ×1.031 (1 KB), ×1.030 (20 KB)"),
+        ("the guard cutting a 20 MB result to 25,000 tokens", "21.7 ms CPU"),
     ]
