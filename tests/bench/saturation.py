@@ -66,7 +66,13 @@ EXTRA_ENV = {
     # with its content-aware estimate instead of tokenizing: what the server pays when
     # counting itself costs next to nothing.
     "estimate": {"OTEL_INSTRUMENTATION_MCP_TOKENS_MAX_BYTES": "1"},
+    # At most one exchange held for counting: nearly every payload is estimated on the call's
+    # own thread from its length (`overload`), nothing goes to the counting service and back:
+    # what the patches, spans and local estimates cost without the worker's round trips.
+    "local": {"OTEL_INSTRUMENTATION_MCP_TOKENS_QUEUE_SIZE": "1"},
 }
+# Variants with mcp-tokens on, whose responses are checked against the endpoint.
+COUNTED = ("instrumented", "thread", "estimate", "local")
 
 
 @dataclass
@@ -218,7 +224,7 @@ def run(variant: str, seconds: float, warmup: float, workdir: Path) -> Run:
             server_cpu_s=tree_cpu_s(process.pid) - cpu_before,
             service_cpu_s=service_cpu_s(counter_dir) - service_before,
         )
-        if variant in ("instrumented", "thread"):
+        if variant in COUNTED:
             catch_up(result, warm_calls + calls, metrics_port)
         return result
     finally:
@@ -228,21 +234,28 @@ def run(variant: str, seconds: float, warmup: float, workdir: Path) -> Run:
 
 def tree_cpu_s(pid: int) -> float:
     """User and system CPU of `pid` and its descendants so far (Linux /proc)."""
-    total, pending = 0, [pid]
-    tick = os.sysconf("SC_CLK_TCK")
+    total, pending = 0.0, [pid]
     while pending:
         current = pending.pop()
-        with contextlib.suppress(OSError, ValueError, IndexError):
-            fields = Path(f"/proc/{current}/stat").read_text().rsplit(")", 1)[1].split()
-            total += int(fields[11]) + int(fields[12])
+        total += cpu_s(current)
+        with contextlib.suppress(OSError, ValueError):
             for children in Path(f"/proc/{current}/task").glob("*/children"):
                 pending.extend(int(child) for child in children.read_text().split())
-    return total / tick
+    return total
+
+
+def cpu_s(pid: int) -> float:
+    """User and system CPU of the process `pid` (all its threads) so far; 0 once it is gone."""
+    with contextlib.suppress(OSError, ValueError, IndexError):
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    return 0.0
 
 
 def service_cpu_s(counter_dir: Path) -> float:
-    """CPU time of the counting service serving `counter_dir` so far (0 where none runs)."""
-    return sum(tree_cpu_s(pid) for pid in service_pids(counter_dir))
+    """CPU time of the counting service serving `counter_dir` so far (0 where none runs): each
+    of its processes once (its counting processes are its children, and found by name too)."""
+    return sum(cpu_s(pid) for pid in service_pids(counter_dir))
 
 
 def catch_up(result: Run, calls: int, metrics_port: int) -> None:
@@ -319,6 +332,16 @@ def judge(runs: list[Run], per_round: int) -> Verdict:
     return Verdict(ratio, rows, missed)
 
 
+def progress_line(r: Run) -> str:
+    line = (
+        f"{r.variant}: {r.rate:.0f} calls/s, server {r.cpu_ms_per_call:.2f} ms CPU/call, "
+        f"counting service {1000 * r.service_cpu_s / max(r.calls, 1):.2f}"
+    )
+    if r.variant in COUNTED:
+        line += f"; {r.recorded:,} of {sum(r.seeds.values()):,} recorded, {r.exact:,} exactly"
+    return line
+
+
 def throughput_line(ratio: float | None) -> str:
     if ratio is None:
         return "Instrumented throughput over plain: not measured (no round ran both)."
@@ -360,8 +383,15 @@ def render(runs: list[Run], verdict: Verdict) -> str:
             ],
             rates,
         )
-        + f"\n\n{throughput_line(verdict.ratio)}\n\n"
-        + table(header, verdict.rows)
+        + f"\n\n{throughput_line(verdict.ratio)}"
+        + (instrumented_table(header, verdict.rows) if verdict.rows else "")
+    )
+
+
+def instrumented_table(header: list[str], rows: list[list[str]]) -> str:
+    return (
+        "\n\n"
+        + table(header, rows)
         + "\n\n`calls` includes the warm-up; `exact` is the share of responses counted exactly once the "
         + "load stopped (the rest estimated); `last count` is how long after the load it arrived."
     )
@@ -378,7 +408,8 @@ def main() -> int:
         "--variants",
         default="plain,instrumented",
         help="run in turn (default plain,instrumented; also bare: no OpenTelemetry, "
-        "thread: ANALYSIS=thread, estimate: nothing tokenized)",
+        "thread: ANALYSIS=thread, estimate: nothing tokenized, local: nearly everything "
+        "estimated in the server)",
     )
     add_markdown_option(parser)
     args = parser.parse_args()
@@ -390,11 +421,7 @@ def main() -> int:
             order = variants if round_index % 2 == 0 else variants[::-1]
             for variant in order:
                 runs.append(run(variant, args.seconds, args.warmup, workdir))
-                print(
-                    f"{variant}: {runs[-1].rate:.0f} calls/s, {runs[-1].cpu_ms_per_call:.2f} ms CPU/call, "
-                    f"service {1000 * runs[-1].service_cpu_s / max(runs[-1].calls, 1):.2f}",
-                    flush=True,
-                )
+                print(progress_line(runs[-1]), flush=True)
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
     verdict = judge(runs, len(variants))

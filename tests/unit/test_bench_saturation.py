@@ -9,7 +9,7 @@ from collections import Counter
 
 import pytest
 
-from tests.bench.saturation import Run, judge, paired_ratio, throughput_line
+from tests.bench.saturation import Run, judge, paired_ratio, progress_line, render, throughput_line
 
 
 def _run(variant: str, calls: int) -> Run:
@@ -38,3 +38,18 @@ def test_no_pair_means_no_ratio_and_no_throughput_verdict() -> None:
 def test_a_ratio_under_the_floor_is_a_miss() -> None:
     runs = [_run("plain", 3000), _run("instrumented", 2000)]
     assert "throughput 0.667 of plain" in judge(runs, 2).missed
+
+
+def test_a_run_without_the_instrumented_variant_renders_the_rates_alone() -> None:
+    runs = [_run("plain", 3000), _run("local", 2900)]
+    body = render(runs, judge(runs, 2))
+    assert "| local " in body
+    assert "not measured" in body
+    assert "recorded sum" not in body
+
+
+def test_progress_names_what_a_counted_variant_recorded() -> None:
+    run = _run("local", 3000)
+    run.recorded, run.exact, run.seeds = 3000, 120, Counter({1: 3000})
+    assert progress_line(run).endswith("3,000 of 3,000 recorded, 120 exactly")
+    assert "recorded" not in progress_line(_run("plain", 3000))
