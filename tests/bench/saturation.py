@@ -93,6 +93,10 @@ class Run:
         return 1000 * self.server_cpu_s / self.calls
 
     @property
+    def service_ms_per_call(self) -> float:
+        return 1000 * self.service_cpu_s / self.calls
+
+    @property
     def rate(self) -> float:
         return self.calls / self.seconds
 
@@ -335,7 +339,7 @@ def judge(runs: list[Run], per_round: int) -> Verdict:
 def progress_line(r: Run) -> str:
     line = (
         f"{r.variant}: {r.rate:.0f} calls/s, server {r.cpu_ms_per_call:.2f} ms CPU/call, "
-        f"counting service {1000 * r.service_cpu_s / max(r.calls, 1):.2f}"
+        f"counting service {r.service_ms_per_call:.2f}"
     )
     if r.variant in COUNTED:
         line += f"; {r.recorded:,} of {sum(r.seeds.values()):,} recorded, {r.exact:,} exactly"
@@ -358,7 +362,7 @@ def render(runs: list[Run], verdict: Verdict) -> str:
             f"{r.rate:.0f}",
             f"{r.calls:,}",
             f"{r.cpu_ms_per_call:.2f}",
-            f"{1000 * r.service_cpu_s / r.calls:.2f}" if r.calls else "-",
+            f"{r.service_ms_per_call:.2f}",
         ]
         for r in runs
     ]
