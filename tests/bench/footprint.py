@@ -94,6 +94,21 @@ def service_pids(directory: Path) -> list[int]:
     return pids
 
 
+def cpu_s(pid: int) -> float:
+    """User and system CPU of the process `pid` (all its threads) so far; 0 once it is gone."""
+    with contextlib.suppress(OSError, ValueError, IndexError):
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    return 0.0
+
+
+def service_cpu_s(directory: Path) -> float | None:
+    """The CPU time of the counting service serving `directory` so far, each of its processes
+    once (its counting processes are its children, and found by name too); None where none runs."""
+    pids = service_pids(directory)
+    return sum(cpu_s(pid) for pid in pids) if pids else None
+
+
 def total_mb(pids: list[int]) -> float:
     return sum(pss_kb(pid) for pid in set(pids)) / 1024
 

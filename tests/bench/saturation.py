@@ -27,9 +27,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import os
 import shutil
-import signal
 import statistics
 import subprocess
 import sys
@@ -48,7 +46,7 @@ from tests.e2e.expected import result_tokens
 from tests.e2e.raw_mcp import RawSession
 
 from ._doc import add_markdown_option, table, write_section
-from .footprint import service_pids
+from .footprint import cpu_s, service_cpu_s, stop_service, tree
 from .saturation_app import WORKER_HEADER, result_of
 
 WORKERS = 2
@@ -218,7 +216,7 @@ def run(variant: str, seconds: float, warmup: float, workdir: Path) -> Run:
     try:
         child.wait_ready(STARTUP_TIMEOUT_S)
         warm_calls, _, warm_seeds = drive(port, warmup)
-        cpu_before, service_before = tree_cpu_s(process.pid), service_cpu_s(counter_dir)
+        cpu_before, service_before = tree_cpu_s(process.pid), service_cpu_s(counter_dir) or 0.0
         calls, elapsed, seeds = drive(port, seconds)
         result = Run(
             variant,
@@ -226,7 +224,7 @@ def run(variant: str, seconds: float, warmup: float, workdir: Path) -> Run:
             elapsed,
             seeds + warm_seeds,
             server_cpu_s=tree_cpu_s(process.pid) - cpu_before,
-            service_cpu_s=service_cpu_s(counter_dir) - service_before,
+            service_cpu_s=(service_cpu_s(counter_dir) or 0.0) - service_before,
         )
         if variant in COUNTED:
             catch_up(result, warm_calls + calls, metrics_port)
@@ -238,28 +236,7 @@ def run(variant: str, seconds: float, warmup: float, workdir: Path) -> Run:
 
 def tree_cpu_s(pid: int) -> float:
     """User and system CPU of `pid` and its descendants so far (Linux /proc)."""
-    total, pending = 0.0, [pid]
-    while pending:
-        current = pending.pop()
-        total += cpu_s(current)
-        with contextlib.suppress(OSError, ValueError):
-            for children in Path(f"/proc/{current}/task").glob("*/children"):
-                pending.extend(int(child) for child in children.read_text().split())
-    return total
-
-
-def cpu_s(pid: int) -> float:
-    """User and system CPU of the process `pid` (all its threads) so far; 0 once it is gone."""
-    with contextlib.suppress(OSError, ValueError, IndexError):
-        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-    return 0.0
-
-
-def service_cpu_s(counter_dir: Path) -> float:
-    """CPU time of the counting service serving `counter_dir` so far (0 where none runs): each
-    of its processes once (its counting processes are its children, and found by name too)."""
-    return sum(cpu_s(pid) for pid in service_pids(counter_dir))
+    return sum(cpu_s(process) for process in tree(pid))
 
 
 def catch_up(result: Run, calls: int, metrics_port: int) -> None:
@@ -273,12 +250,6 @@ def catch_up(result: Run, calls: int, metrics_port: int) -> None:
         if time.monotonic() - started > CATCH_UP_TIMEOUT_S:
             return
         time.sleep(0.5)
-
-
-def stop_service(directory: Path) -> None:
-    for pid in service_pids(directory):
-        with contextlib.suppress(OSError):
-            os.kill(pid, signal.SIGTERM)
 
 
 def expected_tokens(seeds: Counter[int]) -> int:

@@ -20,9 +20,7 @@ process used (the worker thread's: the main thread only waits) and the service's
 from __future__ import annotations
 
 import argparse
-import contextlib
 import itertools
-import os
 import resource
 import shutil
 import tempfile
@@ -40,7 +38,7 @@ from opentelemetry.trace import Tracer
 
 from ._doc import add_markdown_option, table, write_section
 from .engine import json_payload
-from .footprint import service_pids
+from .footprint import service_cpu_s, stop_service
 
 SIZES = {"1 KB": 1_000, "50 KB": 50_000, "1 MB": 1_000_000}
 CALLS = {1_000: 2000, 50_000: 400, 1_000_000: 20}
@@ -60,17 +58,6 @@ def exchange_of(text: str, tracer: Tracer) -> Exchange:
 def process_cpu_s() -> float:
     usage = resource.getrusage(resource.RUSAGE_SELF)
     return usage.ru_utime + usage.ru_stime
-
-
-def service_cpu_s(directory: Path) -> float | None:
-    """The counting service's CPU time so far (Linux), None where it cannot be read."""
-    total = 0.0
-    pids = service_pids(directory)
-    for pid in pids:
-        with contextlib.suppress(OSError, IndexError):
-            fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-            total += (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-    return total if pids else None
 
 
 def measure(
@@ -125,9 +112,7 @@ def main(argv: list[str] | None = None) -> int:
         if args.analysis == "process":
             rows += run(args.analysis, Options(linger_s=0.0), directory)
     finally:
-        for pid in service_pids(directory):
-            with contextlib.suppress(OSError):
-                os.kill(pid, 15)
+        stop_service(directory)
         shutil.rmtree(directory.parent, ignore_errors=True)
     if args.markdown:
         header = [
