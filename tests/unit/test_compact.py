@@ -144,3 +144,28 @@ def test_weight_reads_a_bounded_sample_of_a_huge_container() -> None:
     weight = blocks.payload_chars({"result": mapping})
     assert mapping.read <= 2 * blocks._WEIGHT_SAMPLE
     assert weight == 10_000_000  # ten characters a value, scaled to every value
+
+
+class ChainMapping(Mapping[str, object]):
+    """A mapping whose one value is the next link: a chain `depth` links long, counting reads."""
+
+    reads = 0
+
+    def __init__(self, depth: int) -> None:
+        self._depth = depth
+
+    def __getitem__(self, key: str) -> object:
+        ChainMapping.reads += 1
+        return ChainMapping(self._depth - 1) if self._depth else "leaf"
+
+    def __iter__(self) -> Iterator[str]:
+        yield "next"
+
+    def __len__(self) -> int:
+        return 1
+
+
+def test_weight_expands_a_bounded_number_of_containers_however_deep_the_payload() -> None:
+    ChainMapping.reads = 0
+    blocks.payload_chars({"result": ChainMapping(100_000)})
+    assert ChainMapping.reads <= blocks._WEIGHT_NODE_BUDGET

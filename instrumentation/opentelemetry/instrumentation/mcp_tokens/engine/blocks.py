@@ -23,7 +23,7 @@ from __future__ import annotations
 import base64
 import binascii
 import itertools
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Collection, Iterator, Mapping
 from enum import Enum
 from typing import NamedTuple
 
@@ -209,10 +209,13 @@ def _optional_str(value: object) -> str | None:
     return value if isinstance(value, str) else None
 
 
-# `payload_chars` visits at most this many nodes, and this many elements of any one list or
-# dict (evenly spread), scaling what it finds by the elements it skipped.
+# `payload_chars` expands at most this many lists and dicts, and reads at most this many
+# elements of any one (evenly spread), scaling what it finds by the elements it skipped.
 _WEIGHT_NODE_BUDGET = 128
 _WEIGHT_SAMPLE = 8
+# Leaves that hold no text: skipped before the abstract-class check a custom mapping needs.
+_SCALARS = frozenset({int, float, bool, type(None), bytes})
+_CONTAINERS = frozenset({dict, list, tuple})
 
 
 def payload_chars(payload: object) -> int:
@@ -220,36 +223,45 @@ def payload_chars(payload: object) -> int:
 
     It runs on the caller's path (the worker queue's memory bound, and the length an
     estimate is made from), so it must cost the same few microseconds for a 1 KB result
-    and a 20 MB listing: it visits at most `_WEIGHT_NODE_BUDGET` nodes, samples
-    `_WEIGHT_SAMPLE` elements of longer lists and dicts and scales them up, and reads a
-    long string's length in O(1).
+    and a 20 MB listing: it expands at most `_WEIGHT_NODE_BUDGET` containers, reads at most
+    `_WEIGHT_SAMPLE` elements of each and scales them up, and reads a string's length in O(1).
     """
-    # Breadth first (the large strings of MCP results sit near the top: content[].text), in
-    # two parallel lists read by index: no deque, no tuple per node (this runs on every call).
-    queue: list[object] = [payload]
-    scales: list[float] = [1.0]  # how many values of the payload each queued node stands for
+    if type(payload) is str:
+        return len(payload)
     chars = 0.0
-    visited = 0
-    while visited < len(queue) and visited < _WEIGHT_NODE_BUDGET:
-        node, scale = queue[visited], scales[visited]
-        visited += 1
-        if type(node) is str:
-            chars += scale * len(node)
-            continue
-        count, children = _sample(node)
-        if children:
-            queue.extend(children)
-            scales.extend([scale * count / len(children)] * len(children))
+    budget = _WEIGHT_NODE_BUDGET
+    # Breadth first, a level at a time (the large strings of MCP results sit near the top:
+    # content[].text), over containers only: a string child is summed where it is found.
+    # Each container goes with how many of the payload's values it stands for.
+    level: list[tuple[object, float]] = [(payload, 1.0)]
+    while level:
+        below: list[tuple[object, float]] = []
+        for node, scale in level:
+            if budget <= 0:
+                return int(chars)
+            budget -= 1
+            # Inline, and exact types first: this runs on every call.
+            sample: Collection[object]
+            if isinstance(node, dict):
+                count, sample = len(node), node.values()
+                if count > _WEIGHT_SAMPLE:
+                    sample = list(itertools.islice(sample, _WEIGHT_SAMPLE))
+            elif isinstance(node, (list, tuple)):
+                count, sample = len(node), node
+                if count > _WEIGHT_SAMPLE:  # spread evenly (a dict's values: its first ones)
+                    sample = node[:: count // _WEIGHT_SAMPLE][:_WEIGHT_SAMPLE]
+            elif isinstance(node, Mapping):
+                count, sample = len(node), list(itertools.islice(node.values(), _WEIGHT_SAMPLE))
+            else:
+                continue
+            if not count:
+                continue
+            each = scale * count / len(sample)
+            for child in sample:
+                kind = type(child)
+                if kind is str:
+                    chars += each * len(child)  # type: ignore[arg-type]
+                elif kind in _CONTAINERS or (kind not in _SCALARS and isinstance(child, Mapping)):
+                    below.append((child, each))
+        level = below
     return int(chars)
-
-
-def _sample(node: object) -> tuple[int, Sequence[object]]:
-    """How many elements a list or mapping holds, and up to `_WEIGHT_SAMPLE` of them spread
-    evenly (a mapping's values cannot be indexed: its first ones)."""
-    if type(node) is list or type(node) is tuple:
-        count = len(node)
-        return count, node if count <= _WEIGHT_SAMPLE else node[:: count // _WEIGHT_SAMPLE][:_WEIGHT_SAMPLE]
-    # A dict is by far the most common mapping: spare it the abstract-class check.
-    if type(node) is dict or isinstance(node, Mapping):
-        return len(node), list(itertools.islice(node.values(), _WEIGHT_SAMPLE))
-    return 0, ()
