@@ -27,7 +27,7 @@ from opentelemetry.trace import NonRecordingSpan, SpanKind
 from opentelemetry.util.types import AttributeValue
 
 from .propagation import extract_parent
-from .v2_client_call import INPUT_PARENT, ClientCall, Reporter, SessionInfo, current, server_name_of
+from .v2_client_call import INPUT_PARENT, ClientCall, CurrentSpan, Reporter, SessionInfo, server_name_of
 from .v2_common import meta_of, reset_quietly, safely
 from .v2_spans import Handoff
 
@@ -76,7 +76,7 @@ class AnswerHooks:
         if call is None:
             return await wrapped(*args, **kwargs)
         try:
-            with current(call.handoff.span):
+            with CurrentSpan(call.handoff.span):
                 result = await wrapped(*args, **kwargs)
         except BaseException as exc:
             safely(self._reporter.failed, call, exc)

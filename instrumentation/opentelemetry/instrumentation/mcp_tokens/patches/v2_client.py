@@ -30,6 +30,7 @@ from contextvars import ContextVar
 from typing import TYPE_CHECKING, Any
 from weakref import WeakKeyDictionary
 
+from opentelemetry import context as otel_context
 from opentelemetry import trace
 from opentelemetry.instrumentation.mcp_tokens import semconv
 from opentelemetry.instrumentation.mcp_tokens.exchange import Exchange, Side
@@ -41,7 +42,7 @@ from opentelemetry.util.types import AttributeValue
 from .guarding import guarded
 from .propagation import explicit_budget_scope, inject_meta
 from .v2_answers import AnswerHooks
-from .v2_client_call import ClientCall, Reporter, SessionInfo, current, server_name_of
+from .v2_client_call import ClientCall, CurrentSpan, Reporter, SessionInfo, server_name_of
 from .v2_common import (
     as_mapping,
     import_optional,
@@ -176,9 +177,10 @@ class ClientHooks:
             return await wrapped(*args, **kwargs)
         # In-process dispatch opens no span and carries no trace context: ours, injected.
         span = safely(self._reporter.open_span, call, SpanKind.CLIENT, None)
-        args, kwargs = safely(_inject, call, span, args, kwargs) or (args, kwargs)
+        context = None if span is None else trace.set_span_in_context(span)
+        args, kwargs = safely(_inject, call, context, args, kwargs) or (args, kwargs)
         try:
-            with current(span):
+            with CurrentSpan(span, context):
                 return await self._send(call, wrapped, args, kwargs)
         finally:
             self._close(call)
@@ -220,6 +222,7 @@ class ClientHooks:
         metric: dict[str, AttributeValue] = {}
         span_attributes: dict[str, AttributeValue] = {}
         version: object = None
+        explicit = explicit_budget_scope()
         server = current_server_call() if info is None else None
         loop = self._server_loop(dispatcher) if info is None and server is None else None
         if server is not None:
@@ -236,12 +239,12 @@ class ClientHooks:
         elif info is not None:
             session = info.session()
             server_name = info.server_name or server_name_of(session)
-            budget = explicit_budget_scope() or BudgetRef(info.key)
+            budget = explicit or BudgetRef(info.key)
             version = getattr(session, "protocol_version", None) or protocol_version_in(method, params, None)
             metric.update(info.transport.metric)
             span_attributes.update(info.transport.span)
         else:
-            budget = explicit_budget_scope()
+            budget = explicit
         if isinstance(version, str):
             metric[semconv.MCP_PROTOCOL_VERSION] = span_attributes[semconv.MCP_PROTOCOL_VERSION] = version
         exchange = Exchange(
@@ -256,6 +259,7 @@ class ClientHooks:
         exchange.operation_side = Side.CLIENT
         call = ClientCall(exchange, Handoff(self._pipeline, exchange), info=info)
         call.span_attributes = span_attributes
+        call.explicit_scope = explicit
         return call
 
     # --- the SDK's CLIENT span ---------------------------------------------------------
@@ -277,14 +281,13 @@ def _adopt(call: ClientCall, span: Span, attributes: object) -> None:
 
 
 def _inject(
-    call: ClientCall, span: Span | None, args: tuple[Any, ...], kwargs: dict[str, Any]
+    call: ClientCall, context: otel_context.Context | None, args: tuple[Any, ...], kwargs: dict[str, Any]
 ) -> tuple[tuple[Any, ...], dict[str, Any]]:
-    """Direct dispatch carries no trace context: add it to a copy of the params' `_meta`."""
-    if span is None:
+    """Direct dispatch carries no trace context: add `context`'s to a copy of the params' `_meta`."""
+    if context is None:
         return args, kwargs
     params = as_mapping(args[1] if len(args) > 1 else kwargs.get("params"))
-    context = trace.set_span_in_context(span)
-    new_params = {**params, "_meta": inject_meta(meta_of(params), context, explicit_budget_scope())}
+    new_params = {**params, "_meta": inject_meta(meta_of(params), context, call.explicit_scope)}
     call.exchange.request = new_params
     if len(args) > 1:
         return (args[0], new_params, *args[2:]), kwargs

@@ -9,10 +9,8 @@ answers for its server (`v2_answers`).
 
 from __future__ import annotations
 
-import contextlib
 import uuid
 import weakref
-from collections.abc import Iterator
 from contextvars import ContextVar
 from typing import Any
 
@@ -21,6 +19,7 @@ from opentelemetry import trace
 from opentelemetry.instrumentation.mcp_tokens import semconv
 from opentelemetry.instrumentation.mcp_tokens.exchange import Exchange
 from opentelemetry.instrumentation.mcp_tokens.pipeline import Pipeline
+from opentelemetry.instrumentation.mcp_tokens.scope import BudgetRef
 from opentelemetry.trace import Span, SpanContext, SpanKind, Tracer
 from opentelemetry.util.types import AttributeValue
 
@@ -67,6 +66,8 @@ class ClientCall:
         self.receiver = False  # the client answers this request (for its server)
         self.rename = True  # the span is the SDK's, named "MCP send ..."
         self.span_attributes: dict[str, AttributeValue] = {}
+        # The budget scope the application chose where the request started (it travels in baggage).
+        self.explicit_scope: BudgetRef | None = None
 
 
 class Reporter:
@@ -125,7 +126,10 @@ class Reporter:
                 resource_uri_of(exchange.method, exchange.request),
             )
             attributes.update(call.span_attributes)
-            add_missing(span, attributes)
+            if call.rename:  # the SDK's span: its own attributes win
+                add_missing(span, attributes)
+            else:  # ours: nothing else wrote these
+                span.set_attributes(attributes)
             if exchange.error_type == semconv.ERROR_TYPE_TOOL_ERROR:
                 semconv_spans.record_tool_error(span)
         call.handoff.submit()
@@ -148,11 +152,22 @@ def server_name_of(session: Any) -> str | None:
     return name if isinstance(name, str) and name else None
 
 
-@contextlib.contextmanager
-def current(span: Span | None) -> Iterator[None]:
-    """Make `span` current for the block (no recording or ending: the handoff does that)."""
-    if span is None:
-        yield
-        return
-    with trace.use_span(span, end_on_exit=False, record_exception=False, set_status_on_exception=False):
-        yield
+class CurrentSpan:
+    """Makes a span current for a block, nothing more (no recording or ending: the handoff
+    does that). `use_span` does the same through two generator frames on every request."""
+
+    __slots__ = ("_context", "_token")
+
+    def __init__(self, span: Span | None, context: otel_context.Context | None = None) -> None:
+        if context is None and span is not None:
+            context = trace.set_span_in_context(span)
+        self._context = context
+        self._token: object = None
+
+    def __enter__(self) -> None:
+        if self._context is not None:
+            self._token = otel_context.attach(self._context)
+
+    def __exit__(self, *exc_info: object) -> None:
+        if self._token is not None:
+            otel_context.detach(self._token)  # type: ignore[arg-type]

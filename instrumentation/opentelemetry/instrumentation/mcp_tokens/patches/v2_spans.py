@@ -37,7 +37,7 @@ from opentelemetry.util.types import AttributeValue
 _logger = logging.getLogger(__name__)
 
 
-# Spans some Handoff holds: never adopted or deferred a second time.
+# Server spans some Handoff holds: never adopted or deferred a second time.
 _HELD: WeakSet[Span] = WeakSet()
 
 
@@ -78,8 +78,9 @@ class Handoff:
     def attach(self, span: Span, *, owns_end: bool) -> None:
         self.span = span
         self.owns_end = owns_end
-        with contextlib.suppress(TypeError):  # a span type without weak references
-            _HELD.add(span)
+        if getattr(span, "kind", None) is SpanKind.SERVER:  # only a server span can be deferred
+            with contextlib.suppress(TypeError):  # a span type without weak references
+                _HELD.add(span)
 
     def submit(self, end_ns: int | None = None) -> None:
         """Give the exchange (and span) to the pipeline; never raises, runs once."""
@@ -163,7 +164,13 @@ def is_mcp_server_span(span: Span, method: str) -> bool:
 def add_missing(span: Span, attributes: Mapping[str, AttributeValue]) -> None:
     """Set the attributes the span does not carry yet (the SDK's or fastmcp's win)."""
     present = readable_attributes(span)
-    missing = {key: value for key, value in attributes.items() if key not in present}
+    if present:
+        # A set of the keys first: the SDK's attribute mapping answers `in` by raising and
+        # catching KeyError, once for every attribute it lacks.
+        keys = set(present)
+        missing = {key: value for key, value in attributes.items() if key not in keys}
+    else:
+        missing = dict(attributes)
     if missing:
         span.set_attributes(missing)
 
