@@ -210,7 +210,9 @@ def _bookkeeping_failure(*args: Any, **kwargs: Any) -> None:
     "breaks",
     [
         "client_close",
+        "client_span_annotation",
         "server_enrich",
+        "server_span_annotation",
         "server_begin",
         "annotate_span",
         "pipeline_submit",
@@ -224,7 +226,9 @@ def test_our_failures_never_reach_the_caller_and_spans_end_once(
     with instrumented() as telemetry:
         targets = {
             "client_close": (v2_client_call.Reporter, "close"),
+            "client_span_annotation": (v2_client_call, "_annotate"),  # on the worker's thread
             "server_enrich": (v2_server_call.ServerCall, "_enrich"),
+            "server_span_annotation": (v2_server_call, "annotate_server_span"),  # likewise
             "server_begin": (v2_server.ServerHooks, "_transport"),
             "annotate_span": (telemetry.pipeline.recorder, "annotate_span"),
             "pipeline_submit": (telemetry.pipeline, "submit"),

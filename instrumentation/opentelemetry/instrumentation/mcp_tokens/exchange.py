@@ -10,6 +10,7 @@ on the caller's path) and submit it; everything else happens on the analysis wor
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from enum import Enum
 
 from opentelemetry.trace import Span
@@ -50,6 +51,7 @@ class Exchange:
     """
 
     __slots__ = (
+        "before_end",
         "budget",
         "end_ns",
         "end_span",
@@ -99,6 +101,9 @@ class Exchange:
         self.span = span
         # Whether the worker ends `span` (at `end_ns`) once the analysis is on it.
         self.end_span = end_span
+        # What the patch left to do to that span just before it ends (setting its semconv
+        # attributes): run by whoever ends it, off the request's path.
+        self.before_end: Callable[[], None] | None = None
         # Semconv attributes for the duration metric (protocol version, transport, ...).
         self.metric_attributes = {} if metric_attributes is None else metric_attributes
         # Which operation-duration histogram applies when it differs from `side`: semconv

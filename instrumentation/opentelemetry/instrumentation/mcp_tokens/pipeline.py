@@ -240,7 +240,18 @@ def _end_span(exchange: Exchange) -> None:
         exchange.span = None
         return
     exchange.span = None  # ended: a late record leaves it alone
+    run_before_end(exchange)
     try:
         span.end(end_time=exchange.end_ns or None)
     except Exception:
         _logger.debug("mcp-tokens could not end a span", exc_info=True)
+
+
+def run_before_end(exchange: Exchange) -> None:
+    """What the patch left to do to the exchange's span before it ends; never raises."""
+    before_end, exchange.before_end = exchange.before_end, None
+    if before_end is not None:
+        try:
+            before_end()
+        except Exception:
+            _logger.debug("mcp-tokens could not annotate a span", exc_info=True)

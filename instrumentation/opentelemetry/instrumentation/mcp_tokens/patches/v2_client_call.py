@@ -9,6 +9,7 @@ answers for its server (`v2_answers`).
 
 from __future__ import annotations
 
+import functools
 import uuid
 import weakref
 from contextvars import ContextVar
@@ -113,25 +114,10 @@ class Reporter:
                 semconv_spans.record_exception_type(span, exc)
 
     def close(self, call: ClientCall) -> None:
-        """Add the semconv attributes the span lacks, then hand everything to the pipeline."""
-        span = call.handoff.span
-        if span is not None and span.is_recording():
-            exchange = call.exchange
-            if call.rename:
-                span.update_name(semconv_spans.span_name(exchange.method, exchange.target))
-            attributes = semconv_spans.request_attributes(
-                exchange.method,
-                call.request_id,
-                exchange.target,
-                resource_uri_of(exchange.method, exchange.request),
-            )
-            attributes.update(call.span_attributes)
-            if call.rename:  # the SDK's span: its own attributes win
-                add_missing(span, attributes)
-            else:  # ours: nothing else wrote these
-                span.set_attributes(attributes)
-            if exchange.error_type == semconv.ERROR_TYPE_TOOL_ERROR:
-                semconv_spans.record_tool_error(span)
+        """Hand everything to the pipeline, which adds the semconv attributes the span lacks
+        just before it ends it."""
+        uri = resource_uri_of(call.exchange.method, call.exchange.request)  # the worker drops the request
+        call.handoff.before_end(functools.partial(_annotate, call, uri))
         call.handoff.submit()
 
     @staticmethod
@@ -144,6 +130,26 @@ class Reporter:
         if version is not None:
             call.exchange.metric_attributes.setdefault(semconv.MCP_PROTOCOL_VERSION, version)
             call.span_attributes.setdefault(semconv.MCP_PROTOCOL_VERSION, version)
+
+
+def _annotate(call: ClientCall, resource_uri: str | None) -> None:
+    """The span's semconv attributes and name, once the call is over."""
+    span = call.handoff.span
+    if span is None or not span.is_recording():
+        return
+    exchange = call.exchange
+    if call.rename:
+        span.update_name(semconv_spans.span_name(exchange.method, exchange.target))
+    attributes = semconv_spans.request_attributes(
+        exchange.method, call.request_id, exchange.target, resource_uri
+    )
+    attributes.update(call.span_attributes)
+    if call.rename:  # the SDK's span: its own attributes win
+        add_missing(span, attributes)
+    else:  # ours: nothing else wrote these
+        span.set_attributes(attributes)
+    if exchange.error_type == semconv.ERROR_TYPE_TOOL_ERROR:
+        semconv_spans.record_tool_error(span)
 
 
 def server_name_of(session: Any) -> str | None:

@@ -12,6 +12,7 @@ is done with it.
 
 from __future__ import annotations
 
+import functools
 import logging
 from contextvars import ContextVar
 from typing import Any
@@ -140,13 +141,16 @@ class ServerCall:
         self.handoff.submit()
 
     def _enrich(self) -> None:
+        """Gather the semconv attributes of the request; the span gets those it lacks just
+        before it ends (Handoff.before_end), from values taken now: nothing of the request
+        is held until then."""
         span = self.handoff.span
-        if span is None or not span.is_recording():
+        if span is None:
             return
         exchange = self.exchange
-        params = exchange.request
+        uri = resource_uri_of(exchange.method, exchange.request)
         attributes: dict[str, AttributeValue] = semconv_spans.request_attributes(
-            exchange.method, self.ctx.request_id, exchange.target, resource_uri_of(exchange.method, params)
+            exchange.method, self.ctx.request_id, exchange.target, uri
         )
         attributes[semconv.MCP_PROTOCOL_VERSION] = self.ctx.protocol_version
         session_id = getattr(self.runner.connection, "session_id", None)
@@ -158,12 +162,24 @@ class ServerCall:
         if exchange.error_type is not None and not tool_error:
             # The SDK and fastmcp mark raised errors themselves (theirs win); not a cancellation.
             attributes[semconv.ERROR_TYPE] = exchange.error_type
-        if tool_error and semconv.ERROR_TYPE not in readable_attributes(span):
-            semconv_spans.record_tool_error(span)
-        add_missing(span, attributes)
-        name = getattr(span, "name", None)
-        if exchange.target and name == exchange.method:  # fastmcp names a span before it knows the target
-            span.update_name(semconv_spans.span_name(exchange.method, exchange.target))
+        name = semconv_spans.span_name(exchange.method, exchange.target) if exchange.target else None
+        method = exchange.method
+        annotate = functools.partial(annotate_server_span, span, method, name, tool_error, attributes)
+        self.handoff.before_end(annotate)
+
+
+def annotate_server_span(
+    span: Span, method: str, name: str | None, tool_error: bool, attributes: dict[str, AttributeValue]
+) -> None:
+    """Add the attributes a server span lacks and, if it is still named after the bare method
+    (fastmcp names a span before it knows the target), its full name."""
+    if not span.is_recording():
+        return
+    if tool_error and semconv.ERROR_TYPE not in readable_attributes(span):
+        semconv_spans.record_tool_error(span)
+    add_missing(span, attributes)
+    if name is not None and getattr(span, "name", None) == method:
+        span.update_name(name)
 
 
 CURRENT_CALL: ContextVar[ServerCall | None] = ContextVar("mcp_tokens_v2_server_call", default=None)

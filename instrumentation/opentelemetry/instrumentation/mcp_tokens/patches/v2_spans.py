@@ -30,7 +30,7 @@ from weakref import WeakSet
 
 from opentelemetry.instrumentation.mcp_tokens import semconv
 from opentelemetry.instrumentation.mcp_tokens.exchange import Exchange
-from opentelemetry.instrumentation.mcp_tokens.pipeline import Pipeline
+from opentelemetry.instrumentation.mcp_tokens.pipeline import Pipeline, run_before_end
 from opentelemetry.trace import Link, Span, SpanKind
 from opentelemetry.util.types import AttributeValue
 
@@ -104,7 +104,17 @@ class Handoff:
             _logger.debug("mcp-tokens could not submit an exchange", exc_info=True)
         finally:
             if not handed and owns_end and span is not None:
+                if exchange is not None:
+                    run_before_end(exchange)
                 end_quietly(span, end_ns)
+
+    def before_end(self, annotate: Callable[[], None]) -> None:
+        """Run `annotate` just before the span ends: when the pipeline ends it (on the
+        worker's thread, off the request's path) if the span is ours to end, else now."""
+        if self.owns_end and self.span is not None and self.exchange is not None:
+            self.exchange.before_end = annotate
+        else:
+            annotate()
 
     def abandon(self, end_ns: int | None = None) -> None:
         """Nothing to report: end the span now if it is ours (used when our own code failed)."""
