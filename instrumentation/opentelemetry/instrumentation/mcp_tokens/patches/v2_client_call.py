@@ -12,7 +12,7 @@ from __future__ import annotations
 import functools
 import uuid
 import weakref
-from contextvars import ContextVar
+from contextvars import ContextVar, Token
 from typing import Any
 
 from opentelemetry import context as otel_context
@@ -168,7 +168,7 @@ class CurrentSpan:
         if context is None and span is not None:
             context = trace.set_span_in_context(span)
         self._context = context
-        self._token: object = None
+        self._token: Token[otel_context.Context] | None = None
 
     def __enter__(self) -> None:
         if self._context is not None:
@@ -176,4 +176,4 @@ class CurrentSpan:
 
     def __exit__(self, *exc_info: object) -> None:
         if self._token is not None:
-            otel_context.detach(self._token)  # type: ignore[arg-type]
+            otel_context.detach(self._token)
