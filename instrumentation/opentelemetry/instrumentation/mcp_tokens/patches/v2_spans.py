@@ -113,8 +113,11 @@ class Handoff:
         worker's thread, off the request's path) if the span is ours to end, else now."""
         if self.owns_end and self.span is not None and self.exchange is not None:
             self.exchange.before_end = annotate
-        else:
+            return
+        try:  # never in the way of the submit that follows
             annotate()
+        except Exception:
+            _logger.debug("mcp-tokens could not annotate a span", exc_info=True)
 
     def abandon(self, end_ns: int | None = None) -> None:
         """Nothing to report: end the span now if it is ours (used when our own code failed)."""
