@@ -248,7 +248,7 @@ def payload_chars(payload: object) -> int:
                     sample = list(itertools.islice(sample, _WEIGHT_SAMPLE))
             elif isinstance(node, (list, tuple)):
                 count, sample = len(node), node
-                if count > _WEIGHT_SAMPLE:  # spread evenly (a dict's values cannot be: its first ones)
+                if count > _WEIGHT_SAMPLE:  # spread evenly (a dict above takes its first ones)
                     sample = node[:: count // _WEIGHT_SAMPLE][:_WEIGHT_SAMPLE]
             elif isinstance(node, Mapping):
                 count, sample = len(node), list(itertools.islice(node.values(), _WEIGHT_SAMPLE))
