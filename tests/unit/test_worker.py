@@ -16,7 +16,7 @@ from __future__ import annotations
 import os
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
 import pytest
@@ -26,7 +26,7 @@ from opentelemetry.instrumentation.mcp_tokens.config import ANALYSIS_THREAD, Set
 from opentelemetry.instrumentation.mcp_tokens.counting.client import LinkClosed
 from opentelemetry.instrumentation.mcp_tokens.counting.options import Options
 from opentelemetry.instrumentation.mcp_tokens.exchange import Exchange, Side
-from opentelemetry.instrumentation.mcp_tokens.worker import AnalysisWorker
+from opentelemetry.instrumentation.mcp_tokens.worker import _UNWEIGHED, AnalysisWorker
 
 READY = AnalystStatus("o200k_base", True, None, 1)
 
@@ -261,6 +261,64 @@ def test_what_the_process_holds_is_bounded_by_characters() -> None:
     worker.shutdown(0.1)
 
 
+class WatchedResult(Mapping[str, Any]):
+    """A tool result that notes which thread reads it (weighing walks it), or fails to be read."""
+
+    def __init__(self, text: str, *, broken: bool = False) -> None:
+        self._items = {"content": [{"type": "text", "text": text}]}
+        self.broken = broken
+        self.read_by: list[str] = []
+
+    def __getitem__(self, key: str) -> Any:
+        return self._items[key]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._items)
+
+    def __len__(self) -> int:
+        self.read_by.append(threading.current_thread().name)
+        if self.broken:
+            raise RuntimeError("a hostile mapping")
+        return len(self._items)
+
+
+def test_the_caller_leaves_weighing_to_the_worker_for_a_bounded_number_of_exchanges() -> None:
+    linked = threading.Event()
+
+    def slow_link(*_: Any) -> ScriptedLink:
+        linked.wait(5)  # the service is starting: nothing leaves the queue meanwhile
+        return ScriptedLink()
+
+    sink = Sink()
+    worker = make_worker(slow_link, sink)
+    results = [WatchedResult("y" * 10) for _ in range(_UNWEIGHED + 2)]
+    for result in results:
+        item = exchange()
+        item.response = result
+        worker.submit(item)
+    caller = threading.current_thread().name
+    assert [r.read_by for r in results[_UNWEIGHED:]] == [[caller], [caller]]
+    assert all(r.read_by == [] for r in results[:_UNWEIGHED])
+    linked.set()
+    assert worker.force_flush(5) and len(sink.recorded) == _UNWEIGHED + 2
+    assert all(r.read_by == ["mcp-tokens-analysis"] for r in results[:_UNWEIGHED])
+    assert all(item.response_chars == 10 + len("text") for item, _ in sink.recorded)
+    worker.shutdown()
+
+
+def test_a_payload_that_cannot_be_weighed_is_still_handed_over() -> None:
+    link = ScriptedLink()
+    sink = Sink()
+    worker = make_worker([link], sink)
+    item = exchange()
+    item.response = WatchedResult("y", broken=True)
+    worker.submit(item)
+    worker.submit(exchange("next"))
+    assert worker.force_flush(5) and len(sink.recorded) == 2
+    assert item.response_chars is None and sink.estimated == []
+    worker.shutdown()
+
+
 def test_from_half_the_characters_held_the_service_is_told_to_estimate() -> None:
     link = ScriptedLink(stuck=True)  # takes no bytes: what was sent stays in this process
     sink = Sink()
@@ -412,8 +470,9 @@ def test_an_exchange_is_estimated_when_no_thread_can_start(monkeypatch: pytest.M
     monkeypatch.setattr(threading.Thread, "start", refuse)
     sink = Sink()
     worker = make_worker([ScriptedLink()], sink)
-    worker.submit(exchange())
+    worker.submit(exchange("payload"))
     assert sink.reasons == [semconv.SKIP_OVERLOAD]
+    assert sink.estimated[0][0].response_chars == len("payload") + len("text")  # estimated from it
 
 
 @pytest.mark.skipif(not hasattr(os, "fork"), reason="fork")

@@ -68,6 +68,7 @@ class Exchange:
         "span",
         "start_ns",
         "target",
+        "weighed",
     )
 
     def __init__(
@@ -110,10 +111,12 @@ class Exchange:
         # measures a request on its sender as a client operation, so a server's own
         # sampling/createMessage request is CLIENT here (and the client's answer SERVER).
         self.operation_side = operation_side
-        # About how many characters the payloads' strings hold, set when submitted (None: no
-        # payload to count): the queue's memory bound, and the length an estimate is made from.
+        # About how many characters the payloads' strings hold (None: no payload to count),
+        # set once `weighed` (by the worker, off the caller's path unless it is behind): the
+        # queue's memory bound, and the length an estimate is made from.
         self.request_chars: int | None = None
         self.response_chars: int | None = None
+        self.weighed = False
 
     def __repr__(self) -> str:
         return f"Exchange({self.side.value} {self.method}, start_ns={self.start_ns}, end_ns={self.end_ns})"

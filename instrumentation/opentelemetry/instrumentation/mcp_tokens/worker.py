@@ -6,7 +6,10 @@
 `submit()` runs on the caller's path and never blocks or raises: it queues the finished
 exchange, within `QUEUE_SIZE` exchanges (queued, or at the counter) and
 `Options.queue_chars` payload characters held here. Past either the exchange is not lost:
-the sink records it at once with an estimate from its length (`overload`).
+the sink records it with an estimate from its length (`overload`). Weighing a payload
+(adding up its strings' characters) is a walk over it, so the caller leaves it to the
+worker for up to `_UNWEIGHED` exchanges at a time, and the worker holds each to the
+character bound when it takes it from the queue: past the bound by at most those.
 
 The first exchange starts the thread (`mcp-tokens-analysis`). It connects to the user's
 counting service (counting/; started if none runs) and in rounds at least `linger_s` apart
@@ -45,6 +48,10 @@ if TYPE_CHECKING:
 _logger = logging.getLogger(__name__)
 
 START_TIMEOUT_S = 10.0  # for a service to start and answer
+# Exchanges queued before they are weighed, at most: a call's few (both sides of an
+# in-process call, a burst of notifications) leave the walk to the worker; beyond them the
+# caller weighs, so that what the process holds past `queue_chars` stays this bounded.
+_UNWEIGHED = 16
 _MAX_RESTART_PAUSE_S = 60.0
 
 
@@ -113,7 +120,8 @@ class AnalysisWorker:
         self._queued: deque[Exchange] = deque()
         self._sent: OrderedDict[int, tuple[Exchange, float]] = OrderedDict()  # seq -> (it, CPU to send)
         self._open_spans: deque[tuple[int, Exchange]] = deque()  # (deadline ns, exchange)
-        self._held_chars = 0  # payload characters queued
+        self._held_chars = 0  # payload characters queued (those weighed)
+        self._unweighed = 0  # exchanges queued not yet weighed
         self._unsent = 0  # bytes the link has not handed over
         self._next_seq = 0
         self._stopping = self._asleep = self._linked = False
@@ -130,26 +138,36 @@ class AnalysisWorker:
     def submit(self, exchange: Exchange) -> None:
         queued = False
         try:
-            exchange.request_chars = _chars(exchange.request_kind, exchange.request)
-            exchange.response_chars = _chars(exchange.response_kind, exchange.response)
-            weight = (exchange.request_chars or 0) + (exchange.response_chars or 0)
             with self._condition:
-                if (
-                    not self._stopping
-                    and len(self._queued) + len(self._sent) < self._settings.queue_size
-                    and self._held_chars + self._unsent + weight <= self._options.queue_chars
-                ):
-                    self._start_or_wake()  # raises where no thread can start
-                    self._queued.append(exchange)
-                    self._held_chars += weight
+                if self._unweighed < _UNWEIGHED and self._has_room(0):
+                    self._enqueue(exchange)
+                    self._unweighed += 1
                     queued = True
-                    if exchange.span is not None and exchange.end_span:
-                        wait_ns = int(self._settings.span_wait * 1e9)
-                        self._open_spans.append(((exchange.end_ns or time.time_ns()) + wait_ns, exchange))
+            if not queued:
+                weight = _weigh(exchange)
+                with self._condition:
+                    if self._has_room(weight):
+                        self._enqueue(exchange)
+                        self._held_chars += weight
+                        queued = True
         except Exception:  # the caller's MCP call must never see our failure
             _logger.debug("mcp-tokens could not queue an exchange", exc_info=True)
         if not queued:
             self._estimate(exchange, semconv.SKIP_OVERLOAD)
+
+    def _has_room(self, weight: int) -> bool:
+        return (
+            not self._stopping
+            and len(self._queued) + len(self._sent) < self._settings.queue_size
+            and self._held_chars + self._unsent + weight <= self._options.queue_chars
+        )
+
+    def _enqueue(self, exchange: Exchange) -> None:
+        self._start_or_wake()  # raises where no thread can start
+        self._queued.append(exchange)
+        if exchange.span is not None and exchange.end_span:
+            wait_ns = int(self._settings.span_wait * 1e9)
+            self._open_spans.append(((exchange.end_ns or time.time_ns()) + wait_ns, exchange))
 
     def _start_or_wake(self) -> None:
         if self._thread is None:
@@ -221,6 +239,7 @@ class AnalysisWorker:
             with self._condition:
                 self._queued.clear()
                 self._sent.clear()
+                self._unweighed = 0
                 self._condition.notify_all()
             if self._link is not None:
                 with contextlib.suppress(Exception):
@@ -327,9 +346,13 @@ class AnalysisWorker:
                 if not self._queued:
                     break
                 exchange = self._queued.popleft()
+            if not exchange.weighed and not self._admit_weighed(exchange):
+                self._estimate(exchange, semconv.SKIP_OVERLOAD)
+                continue
+            with self._condition:
                 seq, self._next_seq = self._next_seq, self._next_seq + 1
                 self._sent[seq] = (exchange, 0.0)
-                behind = self._held_chars + self._unsent >= self._options.queue_chars // 2
+                behind = self._held_chars + self._unsent >= self._options.behind_chars
             cpu = time.thread_time()
             link.send(exchange, seq, behind)
             exchange.request = exchange.response = None  # the link has them now
@@ -343,12 +366,23 @@ class AnalysisWorker:
         with self._condition:
             self._unsent = link.unsent
 
+    def _admit_weighed(self, exchange: Exchange) -> bool:
+        """Weigh an exchange the caller left unweighed; False when it does not fit."""
+        weight = _weigh(exchange)
+        with self._condition:
+            self._unweighed -= 1
+            fits = self._held_chars + self._unsent + weight <= self._options.queue_chars
+            if fits:
+                self._held_chars += weight
+        return fits
+
     def _end_late_spans(self) -> None:
         now = time.time_ns()
         while self._open_spans and self._open_spans[0][0] <= now:
             _, exchange = self._open_spans.popleft()
             if exchange.span is not None:
                 try:
+                    _weigh(exchange)
                     self._sink.end_span_late(exchange)
                 except Exception:
                     _logger.debug("mcp-tokens could not end a span", exc_info=True)
@@ -362,6 +396,7 @@ class AnalysisWorker:
 
     def _estimate(self, exchange: Exchange, reason: str) -> None:
         try:
+            _weigh(exchange)
             self._sink.estimate(exchange, reason)
         except Exception:
             _logger.debug("mcp-tokens could not record an estimate", exc_info=True)
@@ -374,6 +409,18 @@ class AnalysisWorker:
                 with contextlib.suppress(Exception):
                     resource.close()
         self._reset_state()
+
+
+def _weigh(exchange: Exchange) -> int:
+    """Set the exchange's payload characters (once); their sum."""
+    if not exchange.weighed:
+        exchange.weighed = True
+        try:
+            exchange.request_chars = _chars(exchange.request_kind, exchange.request)
+            exchange.response_chars = _chars(exchange.response_kind, exchange.response)
+        except Exception:  # a mapping that fails to be read: its characters go uncounted
+            _logger.debug("mcp-tokens could not weigh a payload", exc_info=True)
+    return (exchange.request_chars or 0) + (exchange.response_chars or 0)
 
 
 def _chars(kind: str | None, payload: object) -> int | None:
