@@ -223,8 +223,9 @@ def payload_chars(payload: object) -> int:
 
     It weighs every exchange (the worker queue's memory bound, and the length an estimate
     is made from), on the caller's path when the worker is behind, so it must cost the
-    same few microseconds for a 1 KB result and a 20 MB listing: it expands at most `_WEIGHT_NODE_BUDGET` containers, reads at most
-    `_WEIGHT_SAMPLE` elements of each and scales them up, and reads a string's length in O(1).
+    same few microseconds for a 1 KB result and a 20 MB listing: it expands at most
+    `_WEIGHT_NODE_BUDGET` containers, reads at most `_WEIGHT_SAMPLE` elements of each and
+    scales them up, and reads a string's length in O(1).
     """
     if type(payload) is str:
         return len(payload)

@@ -16,8 +16,10 @@ Spans: `JSONRPCDispatcher` opens `MCP send {method} {target}` through the module
 `otel_span`; while our wrapper runs, our replacement opens that very span with
 `end_on_exit=False` (adoption), and the call renames it to the semconv name, adds what the
 SDK misses and hands it to the pipeline. `DirectDispatcher` has no span: we open the
-CLIENT span and inject `traceparent`/`baggage` into a copy of `params._meta`, as the
-JSON-RPC path does. The requests the client answers are in `v2_answers`.
+CLIENT span. Its peer's handler runs in the caller's context, so the server's span nests
+under ours without `_meta`; only a budget scope the application chose goes into a copy of
+`params._meta` (as baggage, as the JSON-RPC path sends it), because the server reads the
+scope from there. The requests the client answers are in `v2_answers`.
 """
 
 from __future__ import annotations
@@ -175,10 +177,11 @@ class ClientHooks:
         call = safely(self._begin, dispatcher, args, kwargs)
         if call is None:
             return await wrapped(*args, **kwargs)
-        # In-process dispatch opens no span and carries no trace context: ours, injected.
+        # In-process dispatch opens no span: ours, current while the peer's handler runs.
         span = safely(self._reporter.open_span, call, SpanKind.CLIENT, None)
         context = None if span is None else trace.set_span_in_context(span)
-        args, kwargs = safely(_inject, call, context, args, kwargs) or (args, kwargs)
+        if call.explicit_scope is not None:
+            args, kwargs = safely(_inject, call, context, args, kwargs) or (args, kwargs)
         try:
             with CurrentSpan(span, context):
                 return await self._send(call, wrapped, args, kwargs)
@@ -283,7 +286,8 @@ def _adopt(call: ClientCall, span: Span, attributes: object) -> None:
 def _inject(
     call: ClientCall, context: otel_context.Context | None, args: tuple[Any, ...], kwargs: dict[str, Any]
 ) -> tuple[tuple[Any, ...], dict[str, Any]]:
-    """Direct dispatch carries no trace context: add `context`'s to a copy of the params' `_meta`."""
+    """Add `context`'s propagation fields (the budget scope's baggage among them) to a copy of
+    the params' `_meta`."""
     if context is None:
         return args, kwargs
     params = as_mapping(args[1] if len(args) > 1 else kwargs.get("params"))
