@@ -438,6 +438,29 @@ def test_a_span_waits_at_most_span_wait_and_its_exact_count_still_comes() -> Non
     worker.shutdown()
 
 
+def test_a_late_span_of_an_exchange_still_queued_leaves_the_bounds_true() -> None:
+    # The service takes longer to start than SPAN_WAIT: the span ends (weighing its
+    # exchange for the estimate) while the exchange waits in the queue, unweighed.
+    linked = threading.Event()
+
+    def slow_link(*_: Any) -> ScriptedLink:
+        linked.wait(5)
+        return ScriptedLink()
+
+    sink = Sink()
+    worker = make_worker(slow_link, sink, Settings(span_wait=0.05))
+    items = [exchange("y" * 50, span=_Span()) for _ in range(3)]
+    for item in items:
+        worker.submit(item)
+    time.sleep(0.1)
+    linked.set()
+    assert worker.force_flush(5) and [item for item, _ in sink.recorded] == items
+    assert sink.late == items
+    # Nothing is held any more, and nothing counts as waiting to be weighed.
+    assert worker._held_chars == 0 and worker._unweighed == 0
+    worker.shutdown()
+
+
 def test_a_span_answered_in_time_is_not_ended_early() -> None:
     sink = Sink()
     worker = make_worker([ScriptedLink()], sink, Settings(span_wait=0.1))

@@ -117,7 +117,8 @@ class AnalysisWorker:
 
     def _reset_state(self) -> None:
         self._condition = threading.Condition()
-        self._queued: deque[Exchange] = deque()
+        # Queued exchanges, each with its weight (None: left for this thread to weigh).
+        self._queued: deque[tuple[Exchange, int | None]] = deque()
         self._sent: OrderedDict[int, tuple[Exchange, float]] = OrderedDict()  # seq -> (it, CPU to send)
         self._open_spans: deque[tuple[int, Exchange]] = deque()  # (deadline ns, exchange)
         self._held_chars = 0  # payload characters queued (those weighed)
@@ -140,14 +141,14 @@ class AnalysisWorker:
         try:
             with self._condition:
                 if self._unweighed < _UNWEIGHED and self._has_room(0):
-                    self._enqueue(exchange)
+                    self._enqueue(exchange, None)
                     self._unweighed += 1
                     queued = True
             if not queued:
                 weight = _weigh(exchange)
                 with self._condition:
                     if self._has_room(weight):
-                        self._enqueue(exchange)
+                        self._enqueue(exchange, weight)
                         self._held_chars += weight
                         queued = True
         except Exception:  # the caller's MCP call must never see our failure
@@ -162,9 +163,9 @@ class AnalysisWorker:
             and self._held_chars + self._unsent + weight <= self._options.queue_chars
         )
 
-    def _enqueue(self, exchange: Exchange) -> None:
+    def _enqueue(self, exchange: Exchange, weight: int | None) -> None:
         self._start_or_wake()  # raises where no thread can start
-        self._queued.append(exchange)
+        self._queued.append((exchange, weight))
         if exchange.span is not None and exchange.end_span:
             wait_ns = int(self._settings.span_wait * 1e9)
             self._open_spans.append(((exchange.end_ns or time.time_ns()) + wait_ns, exchange))
@@ -233,7 +234,7 @@ class AnalysisWorker:
                         self._lose_link(link, str(exc) or type(exc).__name__)
         finally:
             with self._condition:
-                left = [*self._queued, *(exchange for exchange, _ in self._sent.values())]
+                left = [*(exchange for exchange, _ in self._queued), *(e for e, _ in self._sent.values())]
             for exchange in left:
                 self._estimate(exchange, semconv.SKIP_SHUTDOWN)
             with self._condition:
@@ -345,8 +346,8 @@ class AnalysisWorker:
             with self._condition:
                 if not self._queued:
                     break
-                exchange = self._queued.popleft()
-            if not exchange.weighed and not self._admit_weighed(exchange):
+                exchange, weight = self._queued.popleft()
+            if weight is None and not self._admit_weighed(exchange):
                 self._estimate(exchange, semconv.SKIP_OVERLOAD)
                 continue
             with self._condition:
@@ -367,7 +368,8 @@ class AnalysisWorker:
             self._unsent = link.unsent
 
     def _admit_weighed(self, exchange: Exchange) -> bool:
-        """Weigh an exchange the caller left unweighed; False when it does not fit."""
+        """Weigh an exchange the caller left unweighed (a late span may have had it weighed
+        already); False when it does not fit."""
         weight = _weigh(exchange)
         with self._condition:
             self._unweighed -= 1
