@@ -3,15 +3,17 @@
 
 """What `instrument()` adds to a process's start: `python -m tests.bench.startup`.
 
-Each run is a new interpreter (`python -c`), with and without mcp-tokens, the two taking
-turns (U I, I U, ...) so that a slow spell of the machine hits both. What is compared is
-the CPU time (user + system) of the whole process, read by the parent when it exits: on a
-shared machine another process's burst would otherwise count against one variant. The CPU
-added is the median of the differences within each pair of neighbouring runs (I less U),
-with a 90% interval from resampling the pairs: importing the MCP SDK alone varies by tens of
-milliseconds from run to run, so one pair says little and the interval says how much the
-median can be trusted. The difference of each variant's fastest run and the medians and
-wall times are printed beside it.
+Each run is a new interpreter (`python -c`): without mcp-tokens (U), the same again (A), and
+with it (I), taking turns in every order so that a slow spell of the machine hits all three.
+What is compared is the CPU time (user + system) of the whole process, read by the parent
+when it exits: on a shared machine another process's burst would otherwise count against
+one variant. The CPU added is the median of the differences within each round (I less U),
+with a 90% interval from resampling the rounds: importing the MCP SDK alone varies by tens
+of milliseconds from run to run, so one round says little and the interval says how much
+the median can be trusted. A less U, two runs of the same process, is the machine's own
+noise measured the same way (A/A): a row whose A/A interval reaches past the bound cannot
+tell the bound from noise, so it is "unresolved" whatever the I less U interval says. The
+difference of each variant's fastest run and the medians and wall times are printed beside.
 
 Three kinds of process, each first loading what `opentelemetry-instrument` has loaded
 before any instrumentor runs (the SDK's providers, `BaseInstrumentor`):
@@ -23,7 +25,8 @@ before any instrumentor runs (the SDK's providers, `BaseInstrumentor`):
 
 No MCP message is exchanged, so no counting starts: what is measured is the
 start-up alone. A row is "ok" when its interval lies under `--bound-ms` (50), "over" when
-it lies above, "unresolved" when it holds the bound (the machine too noisy to tell).
+it lies above while the A/A interval lies within the bound either side, "unresolved"
+otherwise (the machine too noisy to tell).
 
 The whole-process rows carry the noise of everything else the process does. A second
 table measures mcp-tokens' own code inside the MCP server's process, where that noise does
@@ -38,6 +41,7 @@ Exits 1 when any row is over.
 from __future__ import annotations
 
 import argparse
+import itertools
 import os
 import random
 import shutil
@@ -87,6 +91,11 @@ APPLICATION = (
 )
 
 
+# The orders of a round's three runs, taken in turn so that each variant runs first, second
+# and last equally often.
+ORDERS = list(itertools.permutations("UAI"))
+
+
 @dataclass
 class Row:
     name: str
@@ -94,21 +103,23 @@ class Row:
     instrumented: list[str]
     env_uninstrumented: dict[str, str] = field(default_factory=dict)
     env_instrumented: dict[str, str] = field(default_factory=dict)
-    # (CPU s, wall s) per run
-    runs: dict[str, list[tuple[float, float]]] = field(default_factory=lambda: {"U": [], "I": []})
+    # (CPU s, wall s) per run; A is U run again, for the machine's own noise
+    runs: dict[str, list[tuple[float, float]]] = field(default_factory=lambda: {"U": [], "A": [], "I": []})
 
     def fastest_added_cpu_ms(self) -> float:
         """The fastest instrumented run's CPU time less the fastest uninstrumented run's."""
-        fastest = {variant: min(c for c, _ in runs) for variant, runs in self.runs.items()}
-        return 1000 * (fastest["I"] - fastest["U"])
+        return 1000 * (min(c for c, _ in self.runs["I"]) - min(c for c, _ in self.runs["U"]))
 
-    def paired_added_cpu_ms(self) -> list[float]:
-        """I less U within each pair of runs made one after the other."""
-        return [1000 * (i[0] - u[0]) for u, i in zip(self.runs["U"], self.runs["I"], strict=False)]
+    def paired_cpu_ms(self, variant: str) -> list[float]:
+        """`variant` less U within each round."""
+        return [1000 * (v[0] - u[0]) for u, v in zip(self.runs["U"], self.runs[variant], strict=False)]
 
-    def added_cpu_ms(self, resamples: int = 2000, seed: int = 1) -> tuple[float, float, float]:
-        """The median of the paired differences and its 90% interval (resampled pairs)."""
-        added = self.paired_added_cpu_ms()
+    def added_cpu_ms(
+        self, variant: str = "I", resamples: int = 2000, seed: int = 1
+    ) -> tuple[float, float, float]:
+        """The median of `variant` less U within each round, and its 90% interval (resampled
+        rounds)."""
+        added = self.paired_cpu_ms(variant)
         generator = random.Random(seed)
         medians = sorted(statistics.median(generator.choices(added, k=len(added))) for _ in range(resamples))
         return statistics.median(added), medians[int(0.05 * resamples)], medians[int(0.95 * resamples) - 1]
@@ -117,7 +128,9 @@ class Row:
         _, low, high = self.added_cpu_ms()
         if high <= bound_ms:
             return "ok"
-        return f"over {bound_ms:g}" if low > bound_ms else "unresolved"
+        _, noise_low, noise_high = self.added_cpu_ms("A")
+        quiet = -bound_ms <= noise_low and noise_high <= bound_ms
+        return f"over {bound_ms:g}" if low > bound_ms and quiet else "unresolved"
 
 
 def rows() -> list[Row]:
@@ -178,12 +191,11 @@ def measure(row: Row, runs: int) -> None:
         run_once(row.uninstrumented, row.env_uninstrumented)
         run_once(row.instrumented, row.env_instrumented)
     for index in range(runs):
-        order = ("U", "I") if index % 2 == 0 else ("I", "U")
-        for variant in order:
+        for variant in ORDERS[index % len(ORDERS)]:
             command, env = (
-                (row.uninstrumented, row.env_uninstrumented)
-                if variant == "U"
-                else (row.instrumented, row.env_instrumented)
+                (row.instrumented, row.env_instrumented)
+                if variant == "I"
+                else (row.uninstrumented, row.env_uninstrumented)
             )
             row.runs[variant].append(run_once(command, env))
 
@@ -223,11 +235,13 @@ def results_table(measured: list[Row], bound_ms: float) -> str:
         cpu = {v: 1000 * statistics.median(c for c, _ in runs) for v, runs in row.runs.items()}
         wall = {v: 1000 * statistics.median(w for _, w in runs) for v, runs in row.runs.items()}
         added, low, high = row.added_cpu_ms()
+        noise, noise_low, noise_high = row.added_cpu_ms("A")
         lines.append(
             [
                 row.name,
                 len(row.runs["I"]),
                 f"{added:.1f} ({low:.1f} .. {high:.1f})",
+                f"{noise:.1f} ({noise_low:.1f} .. {noise_high:.1f})",
                 f"{row.fastest_added_cpu_ms():.1f}",
                 f"{cpu['U']:.0f}",
                 f"{cpu['I']:.0f}",
@@ -239,7 +253,8 @@ def results_table(measured: list[Row], bound_ms: float) -> str:
     header = [
         "process",
         "runs",
-        "CPU added ms, median of pairs (90%)",
+        "CPU added ms, median of rounds (90%)",
+        "A/A ms (90%)",
         "fastest I - fastest U ms",
         "median CPU U ms",
         "median CPU I ms",
@@ -247,12 +262,12 @@ def results_table(measured: list[Row], bound_ms: float) -> str:
         "median wall I ms",
         "bound",
     ]
-    return table(header, lines, [False, True, True, True, True, True, True, True, False])
+    return table(header, lines, [False, True, True, True, True, True, True, True, True, False])
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--runs", type=int, default=30, help="runs of each variant, taking turns")
+    parser.add_argument("--runs", type=int, default=30, help="rounds (a run of each variant), taking turns")
     parser.add_argument("--bound-ms", type=float, default=BOUND_MS)
     add_markdown_option(parser)
     args = parser.parse_args(argv)

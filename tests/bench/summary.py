@@ -76,6 +76,9 @@ def tool_calls(body: str) -> list[tuple[str, str]]:
     return out
 
 
+ADDED = "CPU added ms, median of rounds (90%)"
+
+
 def startup(body: str) -> list[tuple[str, str]]:
     found = tables(body)
     out = []
@@ -89,12 +92,18 @@ def startup(body: str) -> list[tuple[str, str]]:
                 )
             )
     added = [
-        f"{row['process']}: {row['CPU added ms, median of pairs (90%)']} ms"
+        f"{row['process']}: {row[ADDED]} ms (A/A {row.get('A/A ms (90%)', '?')})"
         for row in (found[0] if found else [])
-        if row.get("CPU added ms, median of pairs (90%)")
+        if row.get(ADDED)
     ]
     if added:
-        out.append(("whole-process start-up CPU added, median of pairs (90% interval)", "; ".join(added)))
+        out.append(
+            (
+                "whole-process start-up CPU added, median of rounds (90% interval; A/A: "
+                "the machine's own noise, measured alike)",
+                "; ".join(added),
+            )
+        )
     return out
 
 
