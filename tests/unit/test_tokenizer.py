@@ -393,7 +393,21 @@ def test_cache_evicts_the_least_recently_used() -> None:
     assert counter.cache_info().hits == hits + 1
 
 
-def test_long_strings_are_not_cached_and_cache_can_be_off() -> None:
+def test_a_long_text_counted_again_is_answered_from_the_cache() -> None:
+    # Both sides of an in-process call hand the counter the same result: counted once.
+    counter = TokenCounter(bundled("o200k_base"))
+    text = "The quarterly report lists revenue by region and product line. " * 20_000  # 1.2M chars
+    first = counter.count(text)
+    copy = text[:1000] + text[1000:]  # an equal text in another object, as unpickled
+    assert copy is not text
+    assert counter.count(copy) == first and first.exact
+    assert (counter.cache_info().hits, counter.cache_info().misses) == (1, 1)
+    other = text[:-1] + "!"  # same length, other text
+    assert counter.count(other).tokens != 0
+    assert counter.cache_info().misses == 2
+
+
+def test_strings_over_cacheable_chars_are_not_cached_and_cache_can_be_off() -> None:
     counter = TokenCounter(bundled("o200k_base"), cacheable_chars=10)
     counter.count("x" * 11)
     counter.count("x" * 11)
