@@ -163,7 +163,8 @@ def engine(body: str) -> list[tuple[str, str]]:
 def guard(body: str) -> list[tuple[str, str]]:
     out = []
     ratios = [
-        f"×{row.get('ratio (median of pairs)', '?')} ({row['tools/call in memory'].split(' result')[0]})"
+        f"×{row.get('ratio (median of rounds)', '?')} ({row['tools/call in memory'].split(' result')[0]}; "
+        f"A/A {row.get('A/A off/off (90%)', '?')})"
         for row in first_table(body)
         if "fits by size" in row.get("tools/call in memory", "")
     ]

@@ -129,11 +129,11 @@ def test_saturation_quotes_the_ratio_and_whether_every_response_was_recorded() -
 
 GUARD = """`python -m tests.bench.guard`
 
-| tools/call in memory                   | median off ms | median on ms | ratio (median of pairs) |  bound |
-|----------------------------------------|--------------:|-------------:|------------------------:|-------:|
-| 1 KB result (fits by size)             |         1.930 |        1.990 |                   1.031 | <= 1.1 |
-| 20 KB result (fits by size)            |         3.350 |        3.450 |                   1.030 | <= 1.1 |
-| 60 KB result (counted on both sides)   |         8.247 |       10.839 |                   1.327 |        |
+| tools/call in memory | median off ms | median on ms | ratio (median of rounds) | A/A off/off (90%) | bound |
+|---|---:|---:|---:|---|---|
+| 1 KB result (fits by size) | 1.930 | 1.990 | 1.031 | 1.004 (0.950 .. 1.060) | <= 1.1: ok |
+| 20 KB result (fits by size) | 3.350 | 3.450 | 1.030 | 0.990 (0.940 .. 1.050) | <= 1.1: ok |
+| 60 KB result (counted on both sides) | 8.247 | 10.839 | 1.327 | 1.010 (0.960 .. 1.070) | |
 
 A 20 MB result cut to 25,000 tokens: 21.7 ms of CPU (best of 5; bound 500 ms), 25,000 tokens delivered.
 """
@@ -141,6 +141,9 @@ A 20 MB result cut to 25,000 tokens: 21.7 ms of CPU (best of 5; bound 500 ms), 2
 
 def test_guard_quotes_each_bounded_size_and_the_cut() -> None:
     assert guard(GUARD) == [
-        ("a tool call with the guard on, result within the limit", "median ×1.031 (1 KB), ×1.030 (20 KB)"),
+        (
+            "a tool call with the guard on, result within the limit",
+            "median ×1.031 (1 KB; A/A 1.004 (0.950 .. 1.060)), ×1.030 (20 KB; A/A 0.990 (0.940 .. 1.050))",
+        ),
         ("the guard cutting a 20 MB result to 25,000 tokens", "21.7 ms CPU"),
     ]
