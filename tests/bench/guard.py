@@ -186,7 +186,7 @@ def _row(label: str, both: OffAndOn, bound: float | None, how: str) -> list[str]
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument(
-        "--triples", type=int, default=16, help="rounds of three blocks (guard off, off again, on)"
+        "--triples", type=int, default=48, help="rounds of three blocks (guard off, off again, on)"
     )
     parser.add_argument("--rounds", type=int, default=40, help="rounds of the calls per block")
     parser.add_argument("--max-ratio", type=float, default=1.10, help="guard on / off median bound")
