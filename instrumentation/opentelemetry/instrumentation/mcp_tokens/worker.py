@@ -116,7 +116,10 @@ class AnalysisWorker:
         _WORKERS.add(self)
 
     def _reset_state(self) -> None:
-        self._condition = threading.Condition()
+        # Held with `with self._lock` (a C call; a Condition's own `with` is two Python
+        # calls, on every exchange); the condition wakes force_flush() waiters.
+        self._lock = threading.Lock()
+        self._condition = threading.Condition(self._lock)
         # Queued exchanges, each with its weight (None: left for this thread to weigh).
         self._queued: deque[tuple[Exchange, int | None]] = deque()
         self._sent: OrderedDict[int, tuple[Exchange, float]] = OrderedDict()  # seq -> (it, CPU to send)
@@ -139,14 +142,14 @@ class AnalysisWorker:
     def submit(self, exchange: Exchange) -> None:
         queued = False
         try:
-            with self._condition:
+            with self._lock:
                 if self._unweighed < _UNWEIGHED and self._has_room(0):
                     self._enqueue(exchange, None)
                     self._unweighed += 1
                     queued = True
             if not queued:
                 weight = _weigh(exchange)
-                with self._condition:
+                with self._lock:
                     if self._has_room(weight):
                         self._enqueue(exchange, weight)
                         self._held_chars += weight
@@ -184,7 +187,7 @@ class AnalysisWorker:
 
     def wait_ready(self, timeout: float | None = None) -> bool:
         """Start counting if no exchange has, and wait for its tokenizer (tests, benchmarks)."""
-        with self._condition:
+        with self._lock:
             if not self._stopping:
                 self._start_or_wake()
         return self._ready.wait(timeout)
@@ -192,7 +195,7 @@ class AnalysisWorker:
     def force_flush(self, timeout: float | None = None) -> bool:
         """Wait until every submitted exchange is recorded; False when `timeout` passed first."""
         deadline = None if timeout is None else time.monotonic() + timeout
-        with self._condition:
+        with self._lock:
             while self._queued or self._sent:
                 remaining = 0.05 if deadline is None else min(0.05, deadline - time.monotonic())
                 if remaining <= 0:
@@ -204,7 +207,7 @@ class AnalysisWorker:
         """Record what comes back within `timeout` seconds, then stop: what is left is
         estimated (`shutdown`), and so is every later exchange."""
         self.force_flush(timeout)
-        with self._condition:
+        with self._lock:
             self._stopping = self._asleep = True
             thread = self._thread
             if thread is not None:
@@ -233,11 +236,11 @@ class AnalysisWorker:
                     except Exception as exc:  # a closed link, or a fault of ours: the same remedy
                         self._lose_link(link, str(exc) or type(exc).__name__)
         finally:
-            with self._condition:
+            with self._lock:
                 left = [*(exchange for exchange, _ in self._queued), *(e for e, _ in self._sent.values())]
             for exchange in left:
                 self._estimate(exchange, semconv.SKIP_SHUTDOWN)
-            with self._condition:
+            with self._lock:
                 self._queued.clear()
                 self._sent.clear()
                 self._unweighed = 0
@@ -249,7 +252,7 @@ class AnalysisWorker:
     def _sleep(self, link: Link | None) -> None:
         """Until findings, an exchange, room in the socket or a deadline; then at least until
         `linger_s` after the last round, so that what arrives meanwhile joins this one."""
-        with self._condition:
+        with self._lock:
             self._condition.notify_all()  # force_flush() waiters
             timeout = self._timeout(link)
             self._asleep = timeout != 0
@@ -308,12 +311,12 @@ class AnalysisWorker:
         self._link = None
         with contextlib.suppress(Exception):
             link.close()
-        with self._condition:
+        with self._lock:
             lost = list(self._sent.items())
             self._unsent = 0
         for seq, (exchange, _) in lost:
             self._estimate(exchange, semconv.SKIP_ERROR)
-            with self._condition:
+            with self._lock:
                 self._sent.pop(seq, None)
         self._back_off(reason)
 
@@ -330,48 +333,48 @@ class AnalysisWorker:
             self.status, self._failures = link.status, 0
             self._ready.set()
         for findings in arrived:
-            with self._condition:
+            with self._lock:
                 exchange, send_s = self._sent.get(findings.seq, (None, 0.0))
             if exchange is not None:
                 try:
                     self._sink.record(exchange, findings, send_s)
                 except Exception:
                     _logger.debug("mcp-tokens could not record an analysis", exc_info=True)
-                with self._condition:  # only now: force_flush() waits for the record too
+                with self._lock:  # only now: force_flush() waits for the record too
                     self._sent.pop(findings.seq, None)
             self.yield_gil()
 
     def _send(self, link: Link) -> None:
         while True:
-            with self._condition:
+            with self._lock:
                 if not self._queued:
                     break
                 exchange, weight = self._queued.popleft()
             if weight is None and not self._admit_weighed(exchange):
                 self._estimate(exchange, semconv.SKIP_OVERLOAD)
                 continue
-            with self._condition:
+            with self._lock:
                 seq, self._next_seq = self._next_seq, self._next_seq + 1
                 self._sent[seq] = (exchange, 0.0)
                 behind = self._held_chars + self._unsent >= self._options.behind_chars
             cpu = time.thread_time()
             link.send(exchange, seq, behind)
             exchange.request = exchange.response = None  # the link has them now
-            with self._condition:
+            with self._lock:
                 if seq in self._sent:
                     self._sent[seq] = (exchange, time.thread_time() - cpu)
                 self._held_chars -= (exchange.request_chars or 0) + (exchange.response_chars or 0)
                 self._unsent = link.unsent
             self.yield_gil()
         link.flush()
-        with self._condition:
+        with self._lock:
             self._unsent = link.unsent
 
     def _admit_weighed(self, exchange: Exchange) -> bool:
         """Weigh an exchange the caller left unweighed (a late span may have had it weighed
         already); False when it does not fit."""
         weight = _weigh(exchange)
-        with self._condition:
+        with self._lock:
             self._unweighed -= 1
             fits = self._held_chars + self._unsent + weight <= self._options.queue_chars
             if fits:

@@ -89,11 +89,13 @@ def explicit_budget_scope() -> BudgetRef | None:
 
 
 def _scope_in(context: Context | None) -> BudgetRef | None:
-    value = baggage.get_baggage(semconv.BAGGAGE_BUDGET_SCOPE, context)
+    # One read of the baggage (an empty mapping unless someone set some), then plain lookups:
+    # this runs on every request a client sends.
+    entries = baggage.get_all(context)
+    value = entries.get(semconv.BAGGAGE_BUDGET_SCOPE) if entries else None
     if not isinstance(value, str) or not 0 < len(value) <= MAX_SCOPE_CHARS:
         return None
-    window = baggage.get_baggage(semconv.BAGGAGE_BUDGET_CONTEXT_WINDOW, context)
-    return BudgetRef(value, _context_window(window))
+    return BudgetRef(value, _context_window(entries.get(semconv.BAGGAGE_BUDGET_CONTEXT_WINDOW)))
 
 
 def _context_window(value: object) -> int | None:

@@ -81,7 +81,11 @@ def http_request_attributes(request: object) -> dict[str, AttributeValue]:
 
 
 def is_tool_error(method: str, result: object) -> bool:
-    return method == "tools/call" and isinstance(result, Mapping) and result.get("isError") is True
+    return (
+        method == "tools/call"
+        and isinstance(result, (dict, Mapping))  # a dict first: the ABC check is slow
+        and result.get("isError") is True
+    )
 
 
 def record_tool_error(span: Span) -> str:

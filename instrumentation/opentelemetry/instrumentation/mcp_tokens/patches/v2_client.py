@@ -166,7 +166,12 @@ class ClientHooks:
         # The SDK opens its CLIENT span inside; _claim_span adopts it for this call.
         token = _PENDING.set(call)
         try:
-            return await self._send(call, wrapped, args, kwargs)
+            try:
+                result = await wrapped(*args, **kwargs)
+            except BaseException as exc:
+                safely(self._reporter.failed, call, exc)
+                raise
+            return self._outcome(call, result)
         finally:
             reset_quietly(_PENDING, token)
             self._close(call)
@@ -184,20 +189,19 @@ class ClientHooks:
             args, kwargs = safely(_inject, call, context, args, kwargs) or (args, kwargs)
         try:
             with CurrentSpan(span, context):
-                return await self._send(call, wrapped, args, kwargs)
+                try:
+                    result = await wrapped(*args, **kwargs)
+                except BaseException as exc:
+                    safely(self._reporter.failed, call, exc)
+                    raise
+                return self._outcome(call, result)
         finally:
             self._close(call)
 
-    async def _send(
-        self, call: ClientCall, wrapped: Wrapped, args: tuple[Any, ...], kwargs: dict[str, Any]
-    ) -> Any:
-        """Send the request through either dispatcher and report how it ended; the result
-        the application gets is the guard's, when one is on."""
-        try:
-            result = await wrapped(*args, **kwargs)
-        except BaseException as exc:
-            safely(self._reporter.failed, call, exc)
-            raise
+    def _outcome(self, call: ClientCall, result: object) -> object:
+        """Report a request that succeeded; the result the application gets is the guard's,
+        when one is on. (Each wrapper awaits the SDK itself: a coroutine between them and
+        the SDK would be passed through at every suspension of every request.)"""
         if self._guard is not None:
             result = self._guarded(call, result)
         safely(self._reporter.succeeded, call, result)

@@ -14,8 +14,9 @@ from __future__ import annotations
 
 import functools
 import logging
+from collections.abc import Mapping
 from contextvars import ContextVar
-from typing import Any
+from typing import Any, NamedTuple
 
 from opentelemetry.instrumentation.mcp_tokens import semconv
 from opentelemetry.instrumentation.mcp_tokens.exchange import Exchange
@@ -141,45 +142,54 @@ class ServerCall:
         self.handoff.submit()
 
     def _enrich(self) -> None:
-        """Gather the semconv attributes of the request; the span gets those it lacks just
-        before it ends (Handoff.before_end), from values taken now: nothing of the request
-        is held until then."""
+        """Have the span get the semconv attributes it lacks just before it ends
+        (Handoff.before_end): the values are taken now, so nothing of the request is held
+        until then, and put together then, off the request's path where the worker ends it."""
         span = self.handoff.span
         if span is None:
             return
         exchange = self.exchange
-        uri = resource_uri_of(exchange.method, exchange.request)
-        attributes: dict[str, AttributeValue] = semconv_spans.request_attributes(
-            exchange.method, self.ctx.request_id, exchange.target, uri
+        facts = _RequestFacts(
+            resource_uri_of(exchange.method, exchange.request),
+            self.ctx.request_id,
+            self.ctx.protocol_version,
+            getattr(self.runner.connection, "session_id", None),
+            self.transport.span,
+            self.failure_attributes,
         )
-        attributes[semconv.MCP_PROTOCOL_VERSION] = self.ctx.protocol_version
-        session_id = getattr(self.runner.connection, "session_id", None)
-        if isinstance(session_id, str) and session_id:
-            attributes[semconv.MCP_SESSION_ID] = session_id
-        attributes.update(self.transport.span)
-        attributes.update(self.failure_attributes)
-        tool_error = exchange.error_type == semconv.ERROR_TYPE_TOOL_ERROR
-        if exchange.error_type is not None and not tool_error:
-            # The SDK and fastmcp mark raised errors themselves (theirs win); not a cancellation.
-            attributes[semconv.ERROR_TYPE] = exchange.error_type
-        name = semconv_spans.span_name(exchange.method, exchange.target) if exchange.target else None
-        method = exchange.method
-        annotate = functools.partial(annotate_server_span, span, method, name, tool_error, attributes)
-        self.handoff.before_end(annotate)
+        self.handoff.before_end(functools.partial(annotate_server_span, span, exchange, facts))
 
 
-def annotate_server_span(
-    span: Span, method: str, name: str | None, tool_error: bool, attributes: dict[str, AttributeValue]
-) -> None:
+class _RequestFacts(NamedTuple):
+    resource_uri: str | None
+    request_id: object
+    protocol_version: Any  # the SDK's own value, as the SDK sets it
+    session_id: object
+    transport: Mapping[str, AttributeValue]
+    failure: dict[str, AttributeValue]
+
+
+def annotate_server_span(span: Span, exchange: Exchange, facts: _RequestFacts) -> None:
     """Add the attributes a server span lacks and, if it is still named after the bare method
     (fastmcp names a span before it knows the target), its full name."""
     if not span.is_recording():
         return
+    method, target = exchange.method, exchange.target
+    attributes = semconv_spans.request_attributes(method, facts.request_id, target, facts.resource_uri)
+    attributes[semconv.MCP_PROTOCOL_VERSION] = facts.protocol_version
+    if isinstance(facts.session_id, str) and facts.session_id:
+        attributes[semconv.MCP_SESSION_ID] = facts.session_id
+    attributes.update(facts.transport)
+    attributes.update(facts.failure)
+    tool_error = exchange.error_type == semconv.ERROR_TYPE_TOOL_ERROR
+    if exchange.error_type is not None and not tool_error:
+        # The SDK and fastmcp mark raised errors themselves (theirs win); not a cancellation.
+        attributes[semconv.ERROR_TYPE] = exchange.error_type
     if tool_error and semconv.ERROR_TYPE not in readable_attributes(span):
         semconv_spans.record_tool_error(span)
     add_missing(span, attributes)
-    if name is not None and getattr(span, "name", None) == method:
-        span.update_name(name)
+    if target and getattr(span, "name", None) == method:
+        span.update_name(semconv_spans.span_name(method, target))
 
 
 CURRENT_CALL: ContextVar[ServerCall | None] = ContextVar("mcp_tokens_v2_server_call", default=None)

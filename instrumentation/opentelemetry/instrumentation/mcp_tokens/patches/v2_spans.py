@@ -79,8 +79,10 @@ class Handoff:
         self.span = span
         self.owns_end = owns_end
         if getattr(span, "kind", None) is SpanKind.SERVER:  # only a server span can be deferred
-            with contextlib.suppress(TypeError):  # a span type without weak references
+            try:  # noqa: SIM105  (not contextlib.suppress: on every request)
                 _HELD.add(span)
+            except TypeError:  # a span type without weak references
+                pass
 
     def submit(self, end_ns: int | None = None) -> None:
         """Give the exchange (and span) to the pipeline; never raises, runs once."""
