@@ -163,8 +163,12 @@ class AnalysisWorker:
         return (
             not self._stopping
             and len(self._queued) + len(self._sent) < self._settings.queue_size
-            and self._held_chars + self._unsent + weight <= self._options.queue_chars
+            and self._fits(weight)
         )
+
+    def _fits(self, weight: int) -> bool:
+        """Whether `weight` more payload characters stay within `queue_chars` (lock held)."""
+        return self._held_chars + self._unsent + weight <= self._options.queue_chars
 
     def _enqueue(self, exchange: Exchange, weight: int | None) -> None:
         self._start_or_wake()  # raises where no thread can start
@@ -376,7 +380,7 @@ class AnalysisWorker:
         weight = _weigh(exchange)
         with self._lock:
             self._unweighed -= 1
-            fits = self._held_chars + self._unsent + weight <= self._options.queue_chars
+            fits = self._fits(weight)
             if fits:
                 self._held_chars += weight
         return fits
