@@ -128,9 +128,11 @@ def footprint(body: str) -> list[tuple[str, str]]:
 
 def saturation(body: str) -> list[tuple[str, str]]:
     out = []
-    match = re.search(r"Instrumented throughput over plain \([^)]*\): ([\d.]+)", body)
+    match = re.search(r"Instrumented throughput over plain \([^)]*\): ([\d.]+) \(([^)]*)\)(?:: (\w+))?", body)
     if match:
-        out.append(("a saturated 2-worker gunicorn server, throughput instrumented / plain", match.group(1)))
+        value, interval, verdict = match.groups()
+        quoted = f"{value} ({interval})" + (f": {verdict}" if verdict else "")
+        out.append(("a saturated 2-worker gunicorn server, throughput instrumented / plain", quoted))
     runs = tables(body)[1] if len(tables(body)) > 1 else []
     if runs:
         recorded = all(row["calls"] == row["recorded"] for row in runs)

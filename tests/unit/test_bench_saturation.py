@@ -37,7 +37,41 @@ def test_no_pair_means_no_ratio_and_no_throughput_verdict() -> None:
 
 def test_a_ratio_under_the_floor_is_a_miss() -> None:
     runs = [_run("plain", 3000), _run("instrumented", 2000)]
-    assert "throughput 0.667 of plain" in judge(runs, 2).missed
+    verdict = judge(runs, 2)
+    assert verdict.throughput is not None and verdict.throughput.verdict == "under"
+    assert "throughput 0.667 of plain (0.667 .. 0.667)" in verdict.missed
+
+
+def _rounds(*ratios: float) -> list[Run]:
+    runs = []
+    for ratio in ratios:
+        runs += [_run("plain", 2000), _run("instrumented", round(2000 * ratio))]
+    return runs
+
+
+def test_rounds_that_all_fall_short_are_a_miss() -> None:
+    verdict = judge(_rounds(0.80, 0.84, 0.78, 0.86), 2)
+    assert verdict.throughput is not None
+    assert verdict.throughput.verdict == "under" and verdict.throughput.high < 0.95
+    assert any(missed.startswith("throughput 0.820 of plain") for missed in verdict.missed)
+
+
+def test_a_median_under_the_floor_with_rounds_on_both_sides_is_unresolved_not_a_miss() -> None:
+    # Rounds a minute apart on a shared machine: 0.88 .. 1.12 around a median of 0.94.
+    verdict = judge(_rounds(0.88, 0.92, 0.96, 1.12), 2)
+    assert verdict.throughput is not None
+    assert verdict.throughput.ratio == pytest.approx(0.94)
+    assert verdict.throughput.low < 0.95 <= verdict.throughput.high
+    assert verdict.throughput.verdict == "unresolved"
+    assert not any("throughput" in missed for missed in verdict.missed)
+    assert "cannot tell whether 0.95 is held" in throughput_line(verdict.throughput)
+
+
+def test_a_median_at_the_floor_is_ok_whatever_the_spread() -> None:
+    verdict = judge(_rounds(0.80, 0.95, 0.97, 1.20), 2)
+    assert verdict.throughput is not None and verdict.throughput.verdict == "ok"
+    assert verdict.missed == []
+    assert throughput_line(verdict.throughput).endswith("floor 0.95): ok.")
 
 
 def test_a_run_without_the_instrumented_variant_renders_the_rates_alone() -> None:
