@@ -24,10 +24,12 @@ scope from there. The requests the client answers are in `v2_answers`.
 
 from __future__ import annotations
 
+import functools
 import logging
 import time
 import weakref
 from collections.abc import Callable
+from contextlib import AbstractContextManager
 from contextvars import ContextVar
 from typing import TYPE_CHECKING, Any
 from weakref import WeakKeyDictionary
@@ -72,6 +74,21 @@ Wrapped = Callable[..., Any]
 _PENDING: ContextVar[ClientCall | None] = ContextVar("mcp_tokens_v2_client_call", default=None)
 
 
+class _Pending:
+    """Names the call in `_PENDING` while the SDK opens its span (for `_claim_span`)."""
+
+    __slots__ = ("_call", "_token")
+
+    def __init__(self, call: ClientCall) -> None:
+        self._call = call
+
+    def __enter__(self) -> None:
+        self._token = _PENDING.set(self._call)
+
+    def __exit__(self, *exc_info: object) -> None:
+        reset_quietly(_PENDING, self._token)
+
+
 class ClientHooks:
     def __init__(
         self,
@@ -93,7 +110,11 @@ class ClientHooks:
         self._answers = AnswerHooks(self._reporter, self._sessions)
 
     def patch(self, patches: PatchSet, dispatcher_module: Any, session_class: Any) -> None:
-        patches.wrap(dispatcher_module.JSONRPCDispatcher, "send_raw_request", self._send_jsonrpc)
+        patches.wrap(
+            dispatcher_module.JSONRPCDispatcher,
+            "send_raw_request",
+            functools.partial(self._send, direct=False),
+        )
         patches.wrap(session_class, "__init__", self._register_session)
         sdk_otel = import_optional("mcp.shared._otel")
         if getattr(sdk_otel, "_tracer", None) is not None and "otel_span" in vars(dispatcher_module):
@@ -101,7 +122,7 @@ class ClientHooks:
             patches.replace(dispatcher_module, "otel_span", adopting)
         direct = getattr(import_optional("mcp.shared.direct_dispatcher"), "DirectDispatcher", None)
         if direct is not None and "send_raw_request" in vars(direct):
-            patches.wrap(direct, "send_raw_request", self._send_direct)
+            patches.wrap(direct, "send_raw_request", functools.partial(self._send, direct=True))
         for name, wrapper in (
             ("__aenter__", self._session_entered),
             ("__aexit__", self._session_exited),
@@ -157,55 +178,44 @@ class ClientHooks:
         self._pipeline.recorder.record_session(Side.CLIENT, time.monotonic() - info.started, attributes)
 
     # --- requests ----------------------------------------------------------------------
-    async def _send_jsonrpc(
-        self, wrapped: Wrapped, dispatcher: Any, args: tuple[Any, ...], kwargs: dict[str, Any]
+    async def _send(
+        self,
+        wrapped: Wrapped,
+        dispatcher: Any,
+        args: tuple[Any, ...],
+        kwargs: dict[str, Any],
+        *,
+        direct: bool,
     ) -> Any:
+        """Either dispatcher's `send_raw_request`; the result the application gets is the
+        guard's, when one is on. It awaits the SDK itself: a coroutine of ours in between would
+        be passed through at every suspension of every request."""
         call = safely(self._begin, dispatcher, args, kwargs)
         if call is None:
             return await wrapped(*args, **kwargs)
-        # The SDK opens its CLIENT span inside; _claim_span adopts it for this call.
-        token = _PENDING.set(call)
+        scope: AbstractContextManager[None]
+        if direct:
+            # In-process dispatch opens no span: ours, current while the peer's handler runs.
+            span = safely(self._reporter.open_span, call, SpanKind.CLIENT, None)
+            context = None if span is None else trace.set_span_in_context(span)
+            if call.explicit_scope is not None:
+                args, kwargs = safely(_inject, call, context, args, kwargs) or (args, kwargs)
+            scope = CurrentSpan(span, context)
+        else:
+            scope = _Pending(call)  # the SDK opens its CLIENT span inside; _claim_span adopts it
         try:
-            try:
-                result = await wrapped(*args, **kwargs)
-            except BaseException as exc:
-                safely(self._reporter.failed, call, exc)
-                raise
-            return self._outcome(call, result)
-        finally:
-            reset_quietly(_PENDING, token)
-            self._close(call)
-
-    async def _send_direct(
-        self, wrapped: Wrapped, dispatcher: Any, args: tuple[Any, ...], kwargs: dict[str, Any]
-    ) -> Any:
-        call = safely(self._begin, dispatcher, args, kwargs)
-        if call is None:
-            return await wrapped(*args, **kwargs)
-        # In-process dispatch opens no span: ours, current while the peer's handler runs.
-        span = safely(self._reporter.open_span, call, SpanKind.CLIENT, None)
-        context = None if span is None else trace.set_span_in_context(span)
-        if call.explicit_scope is not None:
-            args, kwargs = safely(_inject, call, context, args, kwargs) or (args, kwargs)
-        try:
-            with CurrentSpan(span, context):
+            with scope:
                 try:
                     result = await wrapped(*args, **kwargs)
                 except BaseException as exc:
                     safely(self._reporter.failed, call, exc)
                     raise
-                return self._outcome(call, result)
+                if self._guard is not None:
+                    result = self._guarded(call, result)
+                safely(self._reporter.succeeded, call, result)
+                return result
         finally:
             self._close(call)
-
-    def _outcome(self, call: ClientCall, result: object) -> object:
-        """Report a request that succeeded; the result the application gets is the guard's,
-        when one is on. (Each wrapper awaits the SDK itself: a coroutine between them and
-        the SDK would be passed through at every suspension of every request.)"""
-        if self._guard is not None:
-            result = self._guarded(call, result)
-        safely(self._reporter.succeeded, call, result)
-        return result
 
     def _close(self, call: ClientCall) -> None:
         """Hand the call over, once its span is no longer the current one."""
