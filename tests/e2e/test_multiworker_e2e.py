@@ -312,7 +312,11 @@ def test_pushed_series_keep_the_workers_apart(workers_stack: WorkersStack) -> No
 
 
 def worker_sockets(deployment: Deployment) -> list[str]:
-    (tree,) = deployment.tree_base.iterdir()
+    trees = list(deployment.tree_base.iterdir())
+    # One server, one directory; if not, the server's own log says what became of it.
+    log = deployment.child.log_text() if deployment.child is not None else "(not started)"
+    assert len(trees) == 1, f"{deployment.job}: {trees} under {deployment.tree_base}; server log:\n{log}"
+    (tree,) = trees
     assert (tree / ROOT_SOCKET).is_socket()  # the root's: the workers are notified, they do not poll
     return [path.name for path in tree.glob("w-*.s") if path.is_socket()]
 
