@@ -102,6 +102,19 @@ def cpu_s(pid: int) -> float:
     return 0.0
 
 
+def threads_cpu_s(pids: list[int], name: str) -> float:
+    """User and system CPU so far of the threads of `pids` that the kernel names `name`
+    (`/proc/<pid>/task/<tid>/comm`, Linux)."""
+    total = 0
+    for pid in pids:
+        for task in Path(f"/proc/{pid}/task").glob("*"):
+            with contextlib.suppress(OSError, ValueError, IndexError):
+                if (task / "comm").read_text().strip() == name:
+                    fields = (task / "stat").read_text().rsplit(")", 1)[1].split()
+                    total += int(fields[11]) + int(fields[12])
+    return total / os.sysconf("SC_CLK_TCK")
+
+
 def service_cpu_s(directory: Path) -> float | None:
     """The CPU time of the counting service serving `directory` so far, each of its processes
     once (its counting processes are its children, and found by name too); None where none runs."""

@@ -45,6 +45,7 @@ from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 
+from opentelemetry.instrumentation.mcp_tokens.os_names import ANALYSIS_THREAD
 from prometheus_client.parser import text_string_to_metric_families
 
 from examples.processes import HOST, REPO_ROOT, Child, child_env, free_port, launcher
@@ -52,7 +53,7 @@ from tests.e2e.expected import result_tokens
 from tests.e2e.raw_mcp import RawSession
 
 from ._doc import add_markdown_option, table, write_section
-from .footprint import cpu_s, service_cpu_s, stop_service, tree
+from .footprint import cpu_s, service_cpu_s, stop_service, threads_cpu_s, tree
 from .saturation_app import WORKER_HEADER, result_of
 
 WORKERS = 2
@@ -90,11 +91,16 @@ class Run:
     exact: int = 0
     catch_up_s: float | None = None
     server_cpu_s: float = 0.0  # the server's processes, during the load
+    analysis_cpu_s: float = 0.0  # of it, their mcp-tokens threads'
     service_cpu_s: float = 0.0  # the counting service's, during the load
 
     @property
     def cpu_ms_per_call(self) -> float:
         return 1000 * self.server_cpu_s / self.calls
+
+    @property
+    def analysis_ms_per_call(self) -> float:
+        return 1000 * self.analysis_cpu_s / self.calls
 
     @property
     def service_ms_per_call(self) -> float:
@@ -222,7 +228,10 @@ def run(variant: str, seconds: float, warmup: float, workdir: Path) -> Run:
     try:
         child.wait_ready(STARTUP_TIMEOUT_S)
         warm_calls, _, warm_seeds = drive(port, warmup)
+        # The analysis threads started with the warm-up's first exchanges.
+        server = tree(process.pid)
         cpu_before, service_before = tree_cpu_s(process.pid), service_cpu_s(counter_dir) or 0.0
+        analysis_before = threads_cpu_s(server, ANALYSIS_THREAD)
         calls, elapsed, seeds = drive(port, seconds)
         result = Run(
             variant,
@@ -230,6 +239,7 @@ def run(variant: str, seconds: float, warmup: float, workdir: Path) -> Run:
             elapsed,
             seeds + warm_seeds,
             server_cpu_s=tree_cpu_s(process.pid) - cpu_before,
+            analysis_cpu_s=threads_cpu_s(server, ANALYSIS_THREAD) - analysis_before,
             service_cpu_s=(service_cpu_s(counter_dir) or 0.0) - service_before,
         )
         if variant in COUNTED:
@@ -354,8 +364,8 @@ def judge(runs: list[Run], per_round: int) -> Verdict:
 
 def progress_line(r: Run) -> str:
     line = (
-        f"{r.variant}: {r.rate:.0f} calls/s, server {r.cpu_ms_per_call:.2f} ms CPU/call, "
-        f"counting service {r.service_ms_per_call:.2f}"
+        f"{r.variant}: {r.rate:.0f} calls/s, server {r.cpu_ms_per_call:.2f} ms CPU/call "
+        f"(analysis thread {r.analysis_ms_per_call:.2f}), counting service {r.service_ms_per_call:.2f}"
     )
     if r.variant in COUNTED:
         line += f"; {r.recorded:,} of {sum(r.seeds.values()):,} recorded, {r.exact:,} exactly"
@@ -385,6 +395,7 @@ def render(runs: list[Run], verdict: Verdict) -> str:
             f"{r.rate:.0f}",
             f"{r.calls:,}",
             f"{r.cpu_ms_per_call:.2f}",
+            f"{r.analysis_ms_per_call:.2f}",
             f"{r.service_ms_per_call:.2f}",
         ]
         for r in runs
@@ -406,6 +417,7 @@ def render(runs: list[Run], verdict: Verdict) -> str:
                 "calls/s",
                 "calls",
                 "server CPU per call, ms",
+                "of it, analysis threads, ms",
                 "counting service CPU per call, ms",
             ],
             rates,

@@ -154,6 +154,24 @@ def test_counting_runs_at_idle_priority_and_the_guard_at_normal(directory: Path)
     assert supervisor_of(directory) == supervisor and len(service_pids(directory)) == 3
 
 
+@pytest.mark.skipif(not Path("/proc/self/comm").exists(), reason="kernel names are read from /proc (Linux)")
+def test_ps_and_top_show_the_service_and_its_counters_by_name(directory: Path) -> None:
+    ServiceLink(settings_in(directory, counter_processes=2), Options(), 30).close()
+    supervisor = supervisor_of(directory)
+    assert wait_for(lambda: len(service_pids(directory)) == 3)
+    counting = [pid for pid in service_pids(directory) if pid != supervisor]
+    assert comm_of(supervisor) == "mcp-tokens-svc"
+    # Each counting process names itself once forked (a moment after /proc lists it).
+    assert wait_for(lambda: [comm_of(pid) for pid in counting] == ["mcp-tokens-cnt"] * 2)
+
+
+def comm_of(pid: int) -> str:
+    try:
+        return Path(f"/proc/{pid}/comm").read_text().strip()
+    except OSError:
+        return ""
+
+
 def test_a_directory_others_can_open_is_refused(directory: Path) -> None:
     directory.mkdir(parents=True, mode=0o755)
     directory.chmod(0o755)

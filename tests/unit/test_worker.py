@@ -17,6 +17,7 @@ import os
 import threading
 import time
 from collections.abc import Callable, Iterator, Mapping
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -186,6 +187,19 @@ def test_nothing_starts_before_the_first_exchange() -> None:
     assert worker.force_flush(5)
     assert len(links) == 1 and len(sink.recorded) == 1
     worker.shutdown()
+
+
+@pytest.mark.skipif(not Path("/proc/self/comm").exists(), reason="kernel names are read from /proc (Linux)")
+def test_top_shows_the_analysis_thread_by_name() -> None:
+    worker = make_worker([ScriptedLink()], Sink())
+    worker.submit(exchange())
+    assert worker.force_flush(5)
+    thread = worker._thread
+    assert thread is not None and thread.native_id is not None
+    comm = Path(f"/proc/self/task/{thread.native_id}/comm").read_text().strip()
+    worker.shutdown()
+    assert comm == "mcp-tokens"
+    assert Path("/proc/self/comm").read_text().strip() != "mcp-tokens"  # the application keeps its name
 
 
 def test_findings_are_recorded_in_order_and_force_flush_waits_for_them() -> None:

@@ -11,11 +11,11 @@ the sink records it with an estimate from its length (`overload`). Weighing a pa
 worker for up to `_UNWEIGHED` exchanges at a time, and the worker holds each to the
 character bound when it takes it from the queue: past the bound by at most those.
 
-The first exchange starts the thread (`mcp-tokens-analysis`). It connects to the user's
-counting service (counting/; started if none runs) and in rounds at least `linger_s` apart
-sends the queued exchanges, hands the findings that came back to the sink, and ends with
-an estimate each span that waited `SPAN_WAIT` (its exact count still reaches the metrics).
-Between rounds it sleeps on the service's socket and a wake-up socket.
+The first exchange starts the thread (`mcp-tokens-analysis`; `mcp-tokens` in `top -H`). It
+connects to the user's counting service (counting/; started if none runs) and in rounds at
+least `linger_s` apart sends the queued exchanges, hands the findings that came back to the
+sink, and ends with an estimate each span that waited `SPAN_WAIT` (its exact count still
+reaches the metrics). Between rounds it sleeps on the service's socket and a wake-up socket.
 
 If the service goes away, what it held is estimated (`analysis_error`) and a service is
 started again at once, then after pauses that double. Where none can run at all, the
@@ -36,7 +36,7 @@ from collections import OrderedDict, deque
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Protocol
 
-from . import semconv
+from . import os_names, semconv
 from .config import ANALYSIS_PROCESS, ANALYSIS_THREAD, Settings
 from .counting.options import OPTIONS, Options
 from .engine.blocks import payload_chars
@@ -226,6 +226,7 @@ class AnalysisWorker:
 
     # --- the worker thread ----------------------------------------------------------------
     def _run(self) -> None:
+        os_names.name_this_thread(os_names.ANALYSIS_THREAD)
         try:
             while not self._stopping:
                 link = self._current_link()

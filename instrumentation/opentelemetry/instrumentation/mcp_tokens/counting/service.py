@@ -10,9 +10,10 @@ and connects; later clients find the running one. The service:
    so two never run for one user and tokenizer; the kernel frees the lock of a process
    that died, so a crashed service's sockets are simply replaced;
 2. binds its counting and guard sockets (mode 0600) and detaches: the client that started
-   it waits for nothing more;
+   it waits for nothing more (`ps` and `top` show it as `mcp-tokens-svc`);
 3. loads the tokenizer once, settles its heap and forks `COUNTER_PROCESSES` counting
-   processes (counter.py), which share the tokenizer's tables copy-on-write;
+   processes (counter.py, `mcp-tokens-cnt`), which share the tokenizer's tables
+   copy-on-write;
 4. supervises at normal priority, answering the guard meanwhile (guard_server.py): the
    guard decides on the response path and must not wait behind counting. A counting
    process exits when it has had no client for `COUNTER_IDLE_TIMEOUT`; while none runs,
@@ -40,6 +41,7 @@ from opentelemetry.instrumentation.mcp_tokens.analyst import Analyst, Counters, 
 from opentelemetry.instrumentation.mcp_tokens.config import Settings
 from opentelemetry.instrumentation.mcp_tokens.engine.analysis import PayloadKind
 from opentelemetry.instrumentation.mcp_tokens.engine.tokenizer import TokenizerSpec
+from opentelemetry.instrumentation.mcp_tokens.os_names import COUNTER, SERVICE, name_this_thread
 
 from .address import Address, ensure_directory
 from .counter import CountingLoop, lower_priority
@@ -70,6 +72,7 @@ def main() -> int:
     counting, guard = _listen(address.socket), _listen(address.guard_socket)
     if os.fork():
         os._exit(0)  # the client that started us waits for this; the service lives on
+    name_this_thread(SERVICE)
     logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(process)d %(message)s")
     try:
         Supervisor(spec, counting, guard, processes, idle_s).run()
@@ -170,6 +173,7 @@ class Supervisor:
         code = 0
         try:
             _die_with(parent)
+            name_this_thread(COUNTER)
             self._guard.close_in_child()
             lower_priority()
             CountingLoop(self._counting, self._counters, self._idle_s).run(parent)
