@@ -54,7 +54,7 @@ from tests.e2e.raw_mcp import RawSession
 
 from ._doc import add_markdown_option, table, write_section
 from .footprint import cpu_s, service_cpu_s, stop_service, threads_cpu_s, tree
-from .saturation_app import WORKER_HEADER, result_of
+from .saturation_app import PATCHES_ONLY_ENV, WORKER_HEADER, result_of
 
 WORKERS = 2
 CLIENTS = 8
@@ -75,6 +75,9 @@ EXTRA_ENV = {
     # own thread from its length (`overload`), nothing goes to the counting service and back:
     # what the patches, spans and local estimates cost without the worker's round trips.
     "local": {"OTEL_INSTRUMENTATION_MCP_TOKENS_QUEUE_SIZE": "1"},
+    # mcp-tokens' patches and spans, every span ended at the hand-off, nothing analysed: what
+    # the request path costs without the analysis thread (saturation_app.py).
+    "patches": {PATCHES_ONLY_ENV: "1"},
 }
 # Variants with mcp-tokens on, whose responses are checked against the endpoint.
 COUNTED = ("instrumented", "thread", "estimate", "local")
@@ -448,7 +451,7 @@ def main() -> int:
         default="plain,instrumented",
         help="run in turn (default plain,instrumented; also bare: no OpenTelemetry, "
         "thread: ANALYSIS=thread, estimate: nothing tokenized, local: nearly everything "
-        "estimated in the server)",
+        "estimated in the server, patches: mcp-tokens' patches and spans, nothing analysed)",
     )
     add_markdown_option(parser)
     args = parser.parse_args()

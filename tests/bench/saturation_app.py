@@ -10,6 +10,10 @@ and the same records as structuredContent, always the same for the same seed, so
 benchmark knows what every call returned without keeping the results. Every HTTP response
 names the worker that served it (`x-worker-pid`): a client's keep-alive connection stays on
 the worker that accepted it, and the benchmark spreads its clients evenly over the workers.
+
+With `MCP_TOKENS_BENCH_PATCHES_ONLY=1` (the benchmark's `patches` variant) every exchange's
+span is ended where the patch hands the exchange over, and nothing is analysed or recorded:
+the patches and spans of mcp-tokens without its analysis thread.
 """
 
 from __future__ import annotations
@@ -66,6 +70,7 @@ Receive = Callable[[], Awaitable[Message]]
 Send = Callable[[Message], Awaitable[None]]
 ASGIApp = Callable[[Message, Receive, Send], Awaitable[None]]
 WORKER_HEADER = "x-worker-pid"
+PATCHES_ONLY_ENV = "MCP_TOKENS_BENCH_PATCHES_ONLY"
 
 
 def naming_the_worker(inner: ASGIApp) -> ASGIApp:
@@ -87,4 +92,16 @@ def naming_the_worker(inner: ASGIApp) -> ASGIApp:
     return app
 
 
+def ending_spans_at_the_hand_off() -> None:
+    """Replace the hand-off to the analysis thread by the span's end (`patches` variant)."""
+    from opentelemetry.instrumentation.mcp_tokens import pipeline, worker  # noqa: PLC0415
+
+    def submit(self: worker.AnalysisWorker, exchange: Any) -> None:
+        pipeline._end_span(exchange)  # what the worker does once an exchange is recorded
+
+    worker.AnalysisWorker.submit = submit  # type: ignore[method-assign]
+
+
+if os.environ.get(PATCHES_ONLY_ENV) == "1":
+    ending_spans_at_the_hand_off()
 app = naming_the_worker(demo_server.http_app(build_server(), stateless=True))
