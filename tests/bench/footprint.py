@@ -97,9 +97,14 @@ def service_pids(directory: Path) -> list[int]:
 def cpu_s(pid: int) -> float:
     """User and system CPU of the process `pid` (all its threads) so far; 0 once it is gone."""
     with contextlib.suppress(OSError, ValueError, IndexError):
-        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+        return _cpu_ticks(Path(f"/proc/{pid}/stat")) / os.sysconf("SC_CLK_TCK")
     return 0.0
+
+
+def _cpu_ticks(stat: Path) -> int:
+    """utime + stime of a /proc `stat` file (a process's, or a thread's under task/)."""
+    fields = stat.read_text().rsplit(")", 1)[1].split()
+    return int(fields[11]) + int(fields[12])
 
 
 def threads_cpu_s(pids: list[int], name: str) -> float:
@@ -110,8 +115,7 @@ def threads_cpu_s(pids: list[int], name: str) -> float:
         for task in Path(f"/proc/{pid}/task").glob("*"):
             with contextlib.suppress(OSError, ValueError, IndexError):
                 if (task / "comm").read_text().strip() == name:
-                    fields = (task / "stat").read_text().rsplit(")", 1)[1].split()
-                    total += int(fields[11]) + int(fields[12])
+                    total += _cpu_ticks(task / "stat")
     return total / os.sysconf("SC_CLK_TCK")
 
 

@@ -29,5 +29,5 @@ def name_this_thread(name: str) -> None:
     try:
         with open(f"/proc/self/task/{threading.get_native_id()}/comm", "w", encoding="ascii") as comm:
             comm.write(name[:_MAX_NAME_BYTES])
-    except (OSError, AttributeError, ValueError):
+    except Exception:  # a name is a convenience: nothing may stop the thread for it
         pass
