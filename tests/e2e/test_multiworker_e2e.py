@@ -311,11 +311,16 @@ def test_pushed_series_keep_the_workers_apart(workers_stack: WorkersStack) -> No
     assert {item["metric"]["instance"] for item in info} >= {item["metric"]["instance"] for item in instances}
 
 
+def server_log(deployment: Deployment) -> str:
+    log = deployment.child.log_text() if deployment.child is not None else "(not started)"
+    return f"server log:\n{log}"
+
+
 def worker_sockets(deployment: Deployment) -> list[str]:
     trees = list(deployment.tree_base.iterdir())
-    # One server, one directory; if not, the server's own log says what became of it.
-    log = deployment.child.log_text() if deployment.child is not None else "(not started)"
-    assert len(trees) == 1, f"{deployment.job}: {trees} under {deployment.tree_base}; server log:\n{log}"
+    # One server, one directory; if not, the server's own log (read only then) says what
+    # became of it.
+    assert len(trees) == 1, f"{deployment.job}: {trees} in {deployment.tree_base}; {server_log(deployment)}"
     (tree,) = trees
     assert (tree / ROOT_SOCKET).is_socket()  # the root's: the workers are notified, they do not poll
     return [path.name for path in tree.glob("w-*.s") if path.is_socket()]
