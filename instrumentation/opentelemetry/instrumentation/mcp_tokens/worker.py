@@ -219,11 +219,10 @@ class AnalysisWorker:
         if due is not None:
             return now < due + self._options.linger_s
         try:
-            loop = asyncio.get_running_loop()
-        except RuntimeError:
+            asyncio.get_running_loop().call_later(self._options.linger_s, self._woken_by_loop)
+        except Exception:  # no loop runs on this thread (or it takes no timer)
             return False
         self._wake_due = now + self._options.linger_s
-        loop.call_later(self._options.linger_s, self._woken_by_loop)
         return True
 
     def _woken_by_loop(self) -> None:
