@@ -310,6 +310,34 @@ def test_a_thread_idle_past_its_watch_is_woken_at_once(monkeypatch: pytest.Monke
     worker.shutdown()
 
 
+def test_a_round_shorter_than_a_gil_slice_does_not_let_go_of_the_gil(monkeypatch: pytest.MonkeyPatch) -> None:
+    # Each hand-over of the GIL costs the event loop a switch; the slice counts from when
+    # the thread took the GIL back after sleeping, not from its last hand-over.
+    yields: list[float] = []
+
+    class CountingTime:
+        def __getattr__(self, name: str) -> Any:
+            return getattr(time, name)
+
+        @staticmethod
+        def sleep(seconds: float) -> None:
+            if seconds == Options().slice_s / 5:
+                yields.append(seconds)
+            time.sleep(seconds)
+
+    monkeypatch.setattr(worker_module, "time", CountingTime())
+    link = ScriptedLink()
+    sink = Sink()
+    worker = make_worker([link], sink)
+    for round_index in range(3):
+        worker.submit(exchange(str(round_index)))
+        assert worker.force_flush(5)
+        time.sleep(0.05)
+    assert len(sink.recorded) == 3
+    assert yields == []
+    worker.shutdown()
+
+
 def test_the_service_gets_the_payloads_and_this_process_lets_go_of_them() -> None:
     link = ScriptedLink()
     sink = Sink()

@@ -332,6 +332,7 @@ class AnalysisWorker:
         if linger > 0 and not self._stopping:
             time.sleep(linger)
         self._round_at = time.monotonic()
+        self._gil_since = time.perf_counter()  # the GIL was just taken back: a slice starts
 
     def _timeout(self, link: Link | None) -> float | None:
         if self._stopping or (self._queued and link is not None):
