@@ -145,8 +145,9 @@ class AnalysisWorker:
         self._link: Link | None = None
         self._failures = 0
         self._retry_at = self._round_at = 0.0
-        # When the first exchange queued while the thread slept arrived; when the wake-up an
-        # event loop was asked to send is due (None: none is).
+        # When the first exchange queued while the thread slept arrived, and when the last
+        # one was sent (monotonic); when the wake-up an event loop was asked to send is due
+        # (None: none is).
         self._first_at = self._sent_at = 0.0
         self._wake_due: float | None = None
         self._watchful = False  # the thread sleeps with a timeout of at most SPAN_WAIT
