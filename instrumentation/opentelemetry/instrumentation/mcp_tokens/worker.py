@@ -227,9 +227,13 @@ class AnalysisWorker:
         return True
 
     def _woken_by_loop(self) -> None:
-        with self._lock:
-            if self._wake_due is not None:
-                self._start_or_wake(now=True)
+        # Runs on the application's loop: a failure would reach its exception handler.
+        try:
+            with self._lock:
+                if self._wake_due is not None:
+                    self._start_or_wake(now=True)
+        except Exception:
+            _logger.debug("mcp-tokens could not wake its analysis thread", exc_info=True)
 
     def wait_ready(self, timeout: float | None = None) -> bool:
         """Start counting if no exchange has, and wait for its tokenizer (tests, benchmarks)."""
