@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import sys
 import threading
 import time
 from collections.abc import Callable, Iterator, Mapping
@@ -587,6 +588,21 @@ def test_a_span_answered_in_time_is_not_ended_early() -> None:
     item.span = None  # what the pipeline does when it records
     time.sleep(0.2)
     assert sink.late == []
+    worker.shutdown()
+
+
+def test_an_exchange_whose_span_ended_is_let_go_of_before_its_deadline() -> None:
+    # What the worker holds is what is in flight: a span's deadline does not keep the
+    # exchange (and what it references) alive once it has been recorded or estimated.
+    sink = Sink()
+    worker = make_worker([ScriptedLink()], sink, Settings(span_wait=30.0))
+    with_span, without_span = exchange(span=_Span()), exchange()
+    worker.submit(with_span)
+    assert worker.force_flush(5)
+    worker.submit(without_span)  # counted like the first, but never had a span to wait for
+    assert worker.force_flush(5)
+    assert [item for item, _ in sink.recorded] == [with_span, without_span]
+    assert sys.getrefcount(with_span) == sys.getrefcount(without_span)
     worker.shutdown()
 
 

@@ -134,7 +134,9 @@ class AnalysisWorker:
         # Queued exchanges, each with its weight (None: left for this thread to weigh).
         self._queued: deque[tuple[Exchange, int | None]] = deque()
         self._sent: OrderedDict[int, tuple[Exchange, float]] = OrderedDict()  # seq -> (it, CPU to send)
-        self._open_spans: deque[tuple[int, Exchange]] = deque()  # (deadline ns, exchange)
+        # Spans still open, by id(exchange), in the order their deadlines (ns) come: an
+        # exchange leaves when its span ends, so that what is held is what is in flight.
+        self._open_spans: OrderedDict[int, tuple[int, Exchange]] = OrderedDict()
         self._held_chars = 0  # payload characters queued (those weighed)
         self._unweighed = 0  # exchanges queued not yet weighed
         self._unsent = 0  # bytes the link has not handed over
@@ -192,7 +194,7 @@ class AnalysisWorker:
         self._queued.append((exchange, weight))
         if exchange.span is not None and exchange.end_span:
             wait_ns = int(self._settings.span_wait * 1e9)
-            self._open_spans.append(((exchange.end_ns or time.time_ns()) + wait_ns, exchange))
+            self._open_spans[id(exchange)] = ((exchange.end_ns or time.time_ns()) + wait_ns, exchange)
 
     def _start_or_wake(self, *, now: bool = False) -> None:
         """Start the thread, or have it woken if it sleeps: `linger_s` after the first
@@ -347,8 +349,9 @@ class AnalysisWorker:
             deadlines.append(self._retry_at - time.monotonic())
         elif link.status is None:
             deadlines.append(self._options.linger_s)  # a tokenizer loading on this process's thread
-        if self._open_spans:
-            deadlines.append((self._open_spans[0][0] - time.time_ns()) / 1e9)
+        for deadline_ns, _ in self._open_spans.values():  # the first comes first
+            deadlines.append((deadline_ns - time.time_ns()) / 1e9)
+            break
         if link is not None and time.monotonic() - self._sent_at < _WATCHFUL_S:
             deadlines.append(self._settings.span_wait)
         return max(0.0, min(deadlines)) if deadlines else None
@@ -401,6 +404,7 @@ class AnalysisWorker:
                     _logger.debug("mcp-tokens could not record an analysis", exc_info=True)
                 with self._lock:  # only now: force_flush() waits for the record too
                     self._sent.pop(findings.seq, None)
+                    self._open_spans.pop(id(exchange), None)
             self.yield_gil()
 
     def _send(self, link: Link) -> None:
@@ -443,8 +447,13 @@ class AnalysisWorker:
 
     def _end_late_spans(self) -> None:
         now = time.time_ns()
-        while self._open_spans and self._open_spans[0][0] <= now:
-            _, exchange = self._open_spans.popleft()
+        while True:
+            with self._lock:
+                first = next(iter(self._open_spans.values()), None)
+                if first is None or first[0] > now:
+                    return
+                exchange = first[1]
+                del self._open_spans[id(exchange)]
             if exchange.span is not None:
                 try:
                     _weigh(exchange)
@@ -465,6 +474,8 @@ class AnalysisWorker:
             self._sink.estimate(exchange, reason)
         except Exception:
             _logger.debug("mcp-tokens could not record an estimate", exc_info=True)
+        with self._lock:  # its span has ended
+            self._open_spans.pop(id(exchange), None)
 
     def _after_fork_in_child(self) -> None:
         """The thread and the connection are the parent's, and so is what it had queued; the
