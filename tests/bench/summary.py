@@ -218,12 +218,23 @@ def claude(body: str) -> list[tuple[str, str]]:
     return out
 
 
+def instructions(body: str) -> list[tuple[str, str]]:
+    rows = {row["variant"]: row for row in (tables(body) or [[]])[0]}
+    if "instrumented" not in rows:
+        return []
+    measured = f"{rows['instrumented']['over plain']} over plain"
+    if "patches" in rows:
+        measured += f" (the patches alone {rows['patches']['over plain']})"
+    return [("instructions per tool call (2-12 KB result), instrumented server", measured)]
+
+
 FIGURES: Sequence[tuple[str, Callable[[str], list[tuple[str, str]]]]] = (
     ("instrumented", tool_calls),
     ("startup", startup),
     ("worker-cost", worker_cost),
     ("footprint", footprint),
     ("saturation", saturation),
+    ("instructions", instructions),
     ("engine", engine),
     ("guard", guard),
     ("exporters", exporters),

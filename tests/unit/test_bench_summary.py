@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.bench.summary import NOT_MEASURED, claude, guard, saturation, startup, write_summary
+from tests.bench.summary import NOT_MEASURED, claude, guard, instructions, saturation, startup, write_summary
 
 PERFORMANCE = """# Performance
 
@@ -42,7 +42,7 @@ def test_the_summary_quotes_the_benchmark_tables_and_their_machine(tmp_path: Pat
     assert "Measured on: Some CPU, 2 cores, 24 GiB, Linux 6.1, Python 3.11.7, mcp 2.3.0." in text
     # Benchmarks that wrote nothing say so rather than keep stale figures.
     assert re.search(r"\| \(instrumented benchmark\) +\| not measured +\|", text)
-    assert text.count(NOT_MEASURED) == 8
+    assert text.count(NOT_MEASURED) == 9
 
 
 def test_a_readme_without_the_section_is_an_error(tmp_path: Path) -> None:
@@ -154,3 +154,25 @@ def test_guard_quotes_each_bounded_size_and_the_cut() -> None:
         ),
         ("the guard cutting a 20 MB result to 25,000 tokens", "21.7 ms CPU"),
     ]
+
+
+INSTRUCTIONS = """`python -m tests.bench.instructions`
+
+| variant      | M instructions per call | over plain |
+|--------------|------------------------:|-----------:|
+| plain        |                   11.26 |          - |
+| patches      |                   11.51 |      +2.2% |
+| instrumented |                   12.78 |     +13.5% |
+
+The analysis adds 1.27 M instructions per exchange.
+"""
+
+
+def test_instructions_quote_the_instrumented_server_and_the_patches_alone_over_plain() -> None:
+    assert instructions(INSTRUCTIONS) == [
+        (
+            "instructions per tool call (2-12 KB result), instrumented server",
+            "+13.5% over plain (the patches alone +2.2%)",
+        )
+    ]
+    assert instructions("`python -m tests.bench.instructions`\n\nvalgrind is not installed") == []

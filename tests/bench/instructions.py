@@ -1,0 +1,117 @@
+# Copyright The mcp-tokens developers
+# SPDX-License-Identifier: Apache-2.0
+
+"""What a tool call costs, in instructions: `python -m tests.bench.instructions`.
+
+Wall-clock and CPU-time ratios on a shared two-core machine swing by 5-10% between runs,
+more than most changes to the analysis are worth. Instructions retired do not: this counts
+them with valgrind's cachegrind (user space, every thread of the process; the counting
+service is another process and is not counted) for the saturation benchmark's tool
+(`records`: 2-12 KB of JSON text plus the same rows as structuredContent), called over the
+full streamable-HTTP request path of a stateless server, one call after the other
+(tests/bench/_instructions_child.py). Each variant runs twice, with `--calls` (100) more
+calls the second time; the difference over those calls is the cost of one, start-up and
+warm-up excluded. The analysis of every call is recorded before a run ends, so its work is
+in the count.
+
+Variants: `plain` (OpenTelemetry's SDK, no mcp-tokens), `patches` (mcp-tokens' patches and
+spans, nothing analysed), `instrumented`, and two that take one part of the analysis away
+to show what it costs: `no-metrics` (no metric recorded) and `no-wire` (nothing sent to the
+counting service, nothing recorded). Informational: no bound (the saturation benchmark's
+throughput floor is the bound this explains). Skipped, with a message, where valgrind is
+not installed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+from ._doc import add_markdown_option, table, write_section
+
+VARIANTS = ("plain", "patches", "instrumented", "no-metrics", "no-wire")
+BASE_CALLS = 10
+_REFS = re.compile(r"I\s+refs:\s+([\d,]+)")
+REPO_ROOT = Path(__file__).resolve().parents[2]
+
+
+def instructions(output: str) -> int:
+    """The instruction count in cachegrind's summary ("I refs: 1,234")."""
+    found = _REFS.search(output)
+    if found is None:
+        raise RuntimeError(f"no instruction count in valgrind's output:\n{output[-2000:]}")
+    return int(found.group(1).replace(",", ""))
+
+
+def run(valgrind: str, variant: str, calls: int) -> int:
+    command = [
+        valgrind,
+        "--tool=cachegrind",
+        "--cache-sim=no",
+        "--cachegrind-out-file=/dev/null",
+        sys.executable,
+        "-m",
+        "tests.bench._instructions_child",
+        variant,
+        str(calls),
+    ]
+    done = subprocess.run(command, cwd=REPO_ROOT, capture_output=True, text=True, timeout=900, check=False)
+    if done.returncode != 0:
+        raise RuntimeError(f"{variant} ({calls} calls) failed:\n{done.stderr[-2000:]}")
+    return instructions(done.stderr)
+
+
+def per_call(valgrind: str, variant: str, calls: int) -> float:
+    return (run(valgrind, variant, BASE_CALLS + calls) - run(valgrind, variant, BASE_CALLS)) / calls
+
+
+def render(costs: dict[str, float]) -> str:
+    plain, instrumented = costs["plain"], costs.get("instrumented")
+    rows = []
+    for variant, cost in costs.items():
+        over = f"{cost / plain - 1:+.1%}" if variant != "plain" else "-"
+        rows.append([variant, f"{cost / 1e6:.2f}", over])
+    parts = []
+    if instrumented is not None and "patches" in costs:
+        analysis = instrumented - costs["patches"]
+        parts.append(f"The analysis adds {analysis / 1e6:.2f} M instructions per exchange")
+        for variant, what in (("no-metrics", "the metrics"), ("no-wire", "the wire and the recording")):
+            if variant in costs and analysis > 0:
+                share = (instrumented - costs[variant]) / analysis
+                parts.append(f"{what}: {(instrumented - costs[variant]) / 1e6:.2f} M ({share:.0%})")
+    body = table(["variant", "M instructions per call", "over plain"], rows)
+    return body + ("\n\n" + "; ".join(parts) + "." if parts else "")
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
+    parser.add_argument("--calls", type=int, default=100, help="calls told apart per variant (default 100)")
+    parser.add_argument("--variants", default=",".join(VARIANTS), help="comma-separated, plain first")
+    add_markdown_option(parser)
+    args = parser.parse_args(argv)
+    valgrind = shutil.which("valgrind")
+    if valgrind is None:
+        print("valgrind is not installed (Debian: apt-get install valgrind): instruction counts skipped")
+        return 0
+    variants = args.variants.split(",")
+    if variants[0] != "plain":
+        parser.error("the first variant must be plain: the others are compared with it")
+    os.environ.setdefault("PYTHONHASHSEED", "0")  # the same dict layouts in every run
+    costs = {}
+    for variant in variants:
+        costs[variant] = per_call(valgrind, variant, args.calls)
+        print(f"{variant}: {costs[variant] / 1e6:.2f} M instructions per call", flush=True)
+    body = render(costs)
+    print("\n" + body)
+    if args.markdown:
+        write_section(args.markdown, "instructions", body, "tests.bench.instructions", argv)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

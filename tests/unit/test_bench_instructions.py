@@ -1,0 +1,46 @@
+# Copyright The mcp-tokens developers
+# SPDX-License-Identifier: Apache-2.0
+
+"""The instruction-count benchmark: reading cachegrind's summary and splitting the analysis."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.bench.instructions import instructions, render
+
+SUMMARY = """==10322== Cachegrind, a high-precision tracing profiler
+==10322== Command: python -m tests.bench._instructions_child instrumented 110
+==10322==
+==10322== I   refs:      5,205,552,539
+"""
+
+
+def test_the_count_is_read_from_cachegrind_s_summary() -> None:
+    assert instructions(SUMMARY) == 5_205_552_539
+
+
+def test_an_output_without_a_count_is_an_error_that_shows_it() -> None:
+    with pytest.raises(RuntimeError, match="Traceback"):
+        instructions("Traceback (most recent call last):\n  ...")
+
+
+def test_the_analysis_is_split_by_the_variants_that_take_a_part_away() -> None:
+    body = render(
+        {
+            "plain": 11.36e6,
+            "patches": 11.50e6,
+            "instrumented": 12.78e6,
+            "no-metrics": 12.34e6,
+            "no-wire": 11.60e6,
+        }
+    )
+    assert "| instrumented |" in body and "+12.5%" in body and "+1.2%" in body
+    assert "The analysis adds 1.28 M instructions per exchange" in body
+    assert "the metrics: 0.44 M (34%)" in body
+    assert "the wire and the recording: 1.18 M (92%)" in body
+
+
+def test_plain_alone_is_a_table_without_a_split() -> None:
+    body = render({"plain": 11.36e6})
+    assert "11.36" in body and "analysis adds" not in body
