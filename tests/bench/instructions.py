@@ -30,9 +30,11 @@ import re
 import shutil
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 from ._doc import add_markdown_option, table, write_section
+from .footprint import stop_service
 
 VARIANTS = ("plain", "patches", "instrumented", "no-metrics", "no-wire")
 BASE_CALLS = 10
@@ -103,9 +105,16 @@ def main(argv: list[str] | None = None) -> int:
         parser.error("the first variant must be plain: the others are compared with it")
     os.environ.setdefault("PYTHONHASHSEED", "0")  # the same dict layouts in every run
     costs = {}
-    for variant in variants:
-        costs[variant] = per_call(valgrind, variant, args.calls)
-        print(f"{variant}: {costs[variant] / 1e6:.2f} M instructions per call", flush=True)
+    with tempfile.TemporaryDirectory(prefix="mct-instructions-") as directory:
+        # A counting service of this benchmark's own, not the user's, stopped at the end.
+        counter_dir = Path(directory) / "counter"
+        os.environ["OTEL_INSTRUMENTATION_MCP_TOKENS_COUNTER_DIR"] = str(counter_dir)
+        try:
+            for variant in variants:
+                costs[variant] = per_call(valgrind, variant, args.calls)
+                print(f"{variant}: {costs[variant] / 1e6:.2f} M instructions per call", flush=True)
+        finally:
+            stop_service(counter_dir)
     body = render(costs)
     print("\n" + body)
     if args.markdown:
