@@ -33,13 +33,14 @@ import sys
 import tempfile
 from pathlib import Path
 
+from examples.processes import REPO_ROOT
+
 from ._doc import add_markdown_option, table, write_section
 from .footprint import stop_service
 
 VARIANTS = ("plain", "patches", "instrumented", "no-metrics", "no-wire")
 BASE_CALLS = 10
 _REFS = re.compile(r"I\s+refs:\s+([\d,]+)")
-REPO_ROOT = Path(__file__).resolve().parents[2]
 
 
 def instructions(output: str) -> int:

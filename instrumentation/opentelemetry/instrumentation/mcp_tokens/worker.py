@@ -349,9 +349,9 @@ class AnalysisWorker:
             deadlines.append(self._retry_at - time.monotonic())
         elif link.status is None:
             deadlines.append(self._options.linger_s)  # a tokenizer loading on this process's thread
-        for deadline_ns, _ in self._open_spans.values():  # the first comes first
-            deadlines.append((deadline_ns - time.time_ns()) / 1e9)
-            break
+        first = self._first_open_span()
+        if first is not None:
+            deadlines.append((first[0] - time.time_ns()) / 1e9)
         if link is not None and time.monotonic() - self._sent_at < _WATCHFUL_S:
             deadlines.append(self._settings.span_wait)
         return max(0.0, min(deadlines)) if deadlines else None
@@ -445,11 +445,15 @@ class AnalysisWorker:
                 self._held_chars += weight
         return fits
 
+    def _first_open_span(self) -> tuple[int, Exchange] | None:
+        """(deadline ns, exchange) of the open span whose deadline comes first (lock held)."""
+        return next(iter(self._open_spans.values()), None)
+
     def _end_late_spans(self) -> None:
         now = time.time_ns()
         while True:
             with self._lock:
-                first = next(iter(self._open_spans.values()), None)
+                first = self._first_open_span()
                 if first is None or first[0] > now:
                     return
                 exchange = first[1]
