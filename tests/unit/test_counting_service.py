@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import shutil
 import signal
 import socket
 import subprocess
@@ -81,6 +82,7 @@ def directory() -> Iterator[Path]:
         for pid in service_pids(path):
             with contextlib.suppress(OSError):
                 os.kill(pid, signal.SIGKILL)
+        shutil.rmtree(path.parent, ignore_errors=True)
 
 
 def settings_in(directory: Path, **fields: object) -> Settings:
