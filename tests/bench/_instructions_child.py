@@ -17,6 +17,11 @@ nothing analysed: saturation_app's `patches`), `instrumented`, and two with one 
 analysis taken away, to split its cost: `no-metrics` (findings come back but no metric is
 recorded) and `no-wire` (nothing is sent to the counting service: each exchange's span is
 ended where the worker would send it, nothing recorded).
+
+Every run ends by writing how many histogram measurements its MeterProvider took
+(`histogram measurements: N`, on stderr), so that the parent can tell how many one call
+makes. `histogram` is no variant of the call: it records CALLS measurements into one
+histogram with the attributes of a token measurement, the price of one in the SDK.
 """
 
 from __future__ import annotations
@@ -28,7 +33,7 @@ from typing import Any
 
 from opentelemetry import metrics, trace
 from opentelemetry.sdk.metrics import MeterProvider
-from opentelemetry.sdk.metrics.export import InMemoryMetricReader
+from opentelemetry.sdk.metrics.export import Histogram, InMemoryMetricReader
 from opentelemetry.sdk.trace import TracerProvider
 
 from examples import demo_server
@@ -44,9 +49,12 @@ HEADERS = [
 ]
 
 
+READER = InMemoryMetricReader()
+
+
 def set_up(variant: str) -> None:
     trace.set_tracer_provider(TracerProvider())
-    metrics.set_meter_provider(MeterProvider(metric_readers=[InMemoryMetricReader()]))
+    metrics.set_meter_provider(MeterProvider(metric_readers=[READER]))
     if variant == "plain":
         return
     from opentelemetry.instrumentation.mcp_tokens.instrumentor import McpTokensInstrumentor  # noqa: PLC0415
@@ -154,5 +162,43 @@ async def main(variant: str, calls: int) -> None:
             drain()
 
 
+def record_measurements(count: int) -> None:
+    """`count` measurements of a payload's tokens, as the recorder makes them."""
+    from opentelemetry.instrumentation.mcp_tokens import semconv  # noqa: PLC0415
+
+    set_up("plain")
+    histogram = metrics.get_meter("instructions").create_histogram(
+        semconv.PAYLOAD, unit="{token}", explicit_bucket_boundaries_advisory=semconv.TOKEN_BUCKETS
+    )
+    attributes = {
+        semconv.SIDE: "server",
+        semconv.MCP_METHOD_NAME: "tools/call",
+        semconv.SERVER_NAME: "saturation",
+        semconv.GEN_AI_TOOL_NAME: "records",
+        semconv.DIRECTION: "response",
+        semconv.TOKENS_ENCODING: "o200k_base",
+    }
+    for serial in range(count):
+        histogram.record(1000 + serial % 5000, attributes)
+
+
+def histogram_measurements() -> int:
+    """How many measurements every histogram of this process has taken."""
+    data = READER.get_metrics_data()
+    return sum(
+        point.count
+        for resource in (data.resource_metrics if data is not None else ())
+        for scope in resource.scope_metrics
+        for metric in scope.metrics
+        if isinstance(metric.data, Histogram)
+        for point in metric.data.data_points
+    )
+
+
 if __name__ == "__main__":
-    asyncio.run(main(sys.argv[1], int(sys.argv[2])))
+    variant, calls = sys.argv[1], int(sys.argv[2])
+    if variant == "histogram":
+        record_measurements(calls)
+    else:
+        asyncio.run(main(variant, calls))
+    print(f"histogram measurements: {histogram_measurements()}", file=sys.stderr)

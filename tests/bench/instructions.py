@@ -17,9 +17,12 @@ in the count.
 Variants: `plain` (OpenTelemetry's SDK, no mcp-tokens), `patches` (mcp-tokens' patches and
 spans, nothing analysed), `instrumented`, and two that take one part of the analysis away
 to show what it costs: `no-metrics` (no metric recorded) and `no-wire` (nothing sent to the
-counting service, nothing recorded). Informational: no bound (the saturation benchmark's
-throughput floor is the bound this explains). Skipped, with a message, where valgrind is
-not installed.
+counting service, nothing recorded). Last, the price of one histogram measurement in the
+OpenTelemetry SDK (the child's `histogram` mode), times the measurements an instrumented
+call makes: with the patches, the least any design that records the contract's histograms
+adds, and so the most throughput it can keep. Informational: no bound (the saturation
+benchmark's throughput floor is the bound this explains). Skipped, with a message, where
+valgrind is not installed.
 """
 
 from __future__ import annotations
@@ -32,15 +35,21 @@ import subprocess
 import sys
 import tempfile
 from pathlib import Path
+from typing import NamedTuple
 
 from examples.processes import REPO_ROOT
 
 from ._doc import add_markdown_option, table, write_section
 from .footprint import stop_service
+from .saturation import FLOORS
 
 VARIANTS = ("plain", "patches", "instrumented", "no-metrics", "no-wire")
 BASE_CALLS = 10
 _REFS = re.compile(r"I\s+refs:\s+([\d,]+)")
+_MEASUREMENTS = re.compile(r"histogram measurements: (\d+)")
+# A histogram measurement's price: the difference over this many of them.
+PRICED_MEASUREMENTS = 10_000
+SATURATION_FLOOR = FLOORS["throughput"]
 
 
 def instructions(output: str) -> int:
@@ -51,7 +60,12 @@ def instructions(output: str) -> int:
     return int(found.group(1).replace(",", ""))
 
 
-def run(valgrind: str, variant: str, calls: int) -> int:
+class Count(NamedTuple):
+    instructions: float
+    measurements: float  # histogram measurements the process's MeterProvider took
+
+
+def run(valgrind: str, variant: str, calls: int) -> Count:
     command = [
         valgrind,
         "--tool=cachegrind",
@@ -66,14 +80,25 @@ def run(valgrind: str, variant: str, calls: int) -> int:
     done = subprocess.run(command, cwd=REPO_ROOT, capture_output=True, text=True, timeout=900, check=False)
     if done.returncode != 0:
         raise RuntimeError(f"{variant} ({calls} calls) failed:\n{done.stderr[-2000:]}")
-    return instructions(done.stderr)
+    return Count(instructions(done.stderr), measurements(done.stderr))
 
 
-def per_call(valgrind: str, variant: str, calls: int) -> float:
-    return (run(valgrind, variant, BASE_CALLS + calls) - run(valgrind, variant, BASE_CALLS)) / calls
+def measurements(output: str) -> int:
+    """The histogram measurements the child reported ("histogram measurements: 120")."""
+    found = _MEASUREMENTS.search(output)
+    if found is None:
+        raise RuntimeError(f"no measurement count in the child's output:\n{output[-2000:]}")
+    return int(found.group(1))
 
 
-def render(costs: dict[str, float]) -> str:
+def per_call(valgrind: str, variant: str, calls: int) -> Count:
+    more, base = run(valgrind, variant, BASE_CALLS + calls), run(valgrind, variant, BASE_CALLS)
+    return Count(
+        (more.instructions - base.instructions) / calls, (more.measurements - base.measurements) / calls
+    )
+
+
+def render(costs: dict[str, float], measured: Measured | None = None) -> str:
     plain, instrumented = costs["plain"], costs.get("instrumented")
     rows = []
     for variant, cost in costs.items():
@@ -88,7 +113,29 @@ def render(costs: dict[str, float]) -> str:
                 share = (instrumented - costs[variant]) / analysis
                 parts.append(f"{what}: {(instrumented - costs[variant]) / 1e6:.2f} M ({share:.0%})")
     body = table(["variant", "M instructions per call", "over plain"], rows)
-    return body + ("\n\n" + "; ".join(parts) + "." if parts else "")
+    body += "\n\n" + "; ".join(parts) + "." if parts else ""
+    if measured is not None and "patches" in costs:
+        body += "\n\n" + measurement_bound(plain, costs["patches"], measured)
+    return body
+
+
+class Measured(NamedTuple):
+    per_call: float  # histogram measurements an instrumented call makes
+    price: float  # instructions the SDK spends on one
+
+
+def measurement_bound(plain: float, patches: float, measured: Measured) -> str:
+    """What the histogram measurements alone cost, and the throughput they leave at most."""
+    share = measured.per_call * measured.price / plain
+    bound = 1 / (patches / plain + share)
+    return (
+        f"The OpenTelemetry SDK spends {measured.price / 1e3:.0f} k instructions on a histogram "
+        f"measurement, and an instrumented call makes {measured.per_call:.1f}: {share:.1%} of a "
+        f"plain call. With the patches' "
+        f"{patches / plain - 1:+.1%}, a design that records them is bounded at {bound:.3f} of "
+        f"plain's throughput, if throughput follows instructions, before a token is counted "
+        f"(the saturation floor: {SATURATION_FLOOR})."
+    )
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -105,18 +152,26 @@ def main(argv: list[str] | None = None) -> int:
     if variants[0] != "plain":
         parser.error("the first variant must be plain: the others are compared with it")
     os.environ.setdefault("PYTHONHASHSEED", "0")  # the same dict layouts in every run
-    costs = {}
+    costs: dict[str, float] = {}
+    made: float | None = None
     with tempfile.TemporaryDirectory(prefix="mct-instructions-") as directory:
         # A counting service of this benchmark's own, not the user's, stopped at the end.
         counter_dir = Path(directory) / "counter"
         os.environ["OTEL_INSTRUMENTATION_MCP_TOKENS_COUNTER_DIR"] = str(counter_dir)
         try:
             for variant in variants:
-                costs[variant] = per_call(valgrind, variant, args.calls)
+                count = per_call(valgrind, variant, args.calls)
+                costs[variant] = count.instructions
+                if variant == "instrumented":
+                    made = count.measurements
                 print(f"{variant}: {costs[variant] / 1e6:.2f} M instructions per call", flush=True)
+            measured = None
+            if made is not None:
+                price = per_call(valgrind, "histogram", PRICED_MEASUREMENTS).instructions
+                measured = Measured(made, price)
         finally:
             stop_service(counter_dir)
-    body = render(costs)
+    body = render(costs, measured)
     print("\n" + body)
     if args.markdown:
         write_section(args.markdown, "instructions", body, "tests.bench.instructions", argv)

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.bench.instructions import instructions, render
+from tests.bench.instructions import Measured, instructions, measurement_bound, measurements, render
 
 SUMMARY = """==10322== Cachegrind, a high-precision tracing profiler
 ==10322== Command: python -m tests.bench._instructions_child instrumented 110
@@ -44,3 +44,23 @@ def test_the_analysis_is_split_by_the_variants_that_take_a_part_away() -> None:
 def test_plain_alone_is_a_table_without_a_split() -> None:
     body = render({"plain": 11.36e6})
     assert "11.36" in body and "analysis adds" not in body
+
+
+def test_the_child_s_measurement_count_is_read_from_its_output() -> None:
+    assert measurements(SUMMARY + "histogram measurements: 120\n") == 120
+    with pytest.raises(RuntimeError, match="no measurement count"):
+        measurements(SUMMARY)
+
+
+def test_the_measurements_bound_what_a_design_that_records_them_can_keep() -> None:
+    # 4 measurements of 100 k each on a 10 M call: 4%; with patches at +2%, 1 / 1.06.
+    text = measurement_bound(10e6, 10.2e6, Measured(per_call=4, price=100e3))
+    assert "100 k instructions on a histogram measurement" in text
+    assert "makes 4.0" in text and "4.0% of a plain call" in text
+    assert "bounded at 0.943 of plain's throughput" in text
+
+
+def test_the_bound_follows_the_table_when_measured() -> None:
+    costs = {"plain": 10e6, "patches": 10.2e6, "instrumented": 11.5e6}
+    assert "bounded at" in render(costs, Measured(4, 100e3))
+    assert "bounded at" not in render(costs)

@@ -176,3 +176,16 @@ def test_instructions_quote_the_instrumented_server_and_the_patches_alone_over_p
         )
     ]
     assert instructions("`python -m tests.bench.instructions`\n\nvalgrind is not installed") == []
+
+
+def test_instructions_quote_the_throughput_the_histogram_measurements_leave() -> None:
+    body = INSTRUCTIONS + (
+        "\nThe OpenTelemetry SDK spends 104 k instructions on a histogram measurement, and an "
+        "instrumented call makes 4.0: 3.7% of a plain call. With the patches' +2.2%, a design that "
+        "records them is bounded at 0.952 of plain's throughput, if throughput follows instructions, "
+        "before a token is counted (the saturation floor: 0.95).\n"
+    )
+    assert instructions(body)[1] == (
+        "throughput left at most by the OpenTelemetry SDK's histogram measurements",
+        "0.952 of plain (they cost 3.7% of a plain call's instructions, the patches +2.2%)",
+    )
