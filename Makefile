@@ -97,8 +97,8 @@ test-pythons:
 # missed its bound.
 PERF_DOC ?= docs/performance.md
 MARKDOWN = $(if $(PERF_DOC),--markdown $(PERF_DOC))
-BENCHES := "engine" "engine_bounds" "startup" "worker_cost" "counting" "footprint" "saturation" "instructions" \
-	"loop_stall --full" "exporters" "guard" "instrumented"
+BENCHES := "engine" "engine_bounds" "startup" "worker_cost" "mechanisms" "counting" "footprint" "saturation" \
+	"instructions" "loop_stall --full" "exporters" "guard" "instrumented"
 
 bench: $(STAMP)
 	@missed=""; for run in $(BENCHES); do \
