@@ -97,7 +97,7 @@ test-pythons:
 # missed its bound.
 PERF_DOC ?= docs/performance.md
 MARKDOWN = $(if $(PERF_DOC),--markdown $(PERF_DOC))
-BENCHES := "engine" "engine_bounds" "startup" "worker_cost" "mechanisms" "counting" "footprint" "saturation" \
+BENCHES := "engine" "engine_bounds" "startup" "worker_cost" "slicing" "counting" "footprint" "saturation" \
 	"instructions" "loop_stall --full" "exporters" "guard" "instrumented"
 
 bench: $(STAMP)
