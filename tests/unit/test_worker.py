@@ -29,7 +29,7 @@ from opentelemetry.instrumentation.mcp_tokens.config import ANALYSIS_THREAD, Set
 from opentelemetry.instrumentation.mcp_tokens.counting.client import LinkClosed
 from opentelemetry.instrumentation.mcp_tokens.counting.options import Options
 from opentelemetry.instrumentation.mcp_tokens.exchange import Exchange, Side
-from opentelemetry.instrumentation.mcp_tokens.worker import _UNWEIGHED, AnalysisWorker
+from opentelemetry.instrumentation.mcp_tokens.worker import AnalysisWorker
 
 READY = AnalystStatus("o200k_base", True, None, 1)
 
@@ -326,26 +326,17 @@ class WatchedResult(Mapping[str, Any]):
         return len(self._items)
 
 
-def test_the_caller_leaves_weighing_to_the_worker_for_a_bounded_number_of_exchanges() -> None:
-    linked = threading.Event()
-
-    def slow_link(*_: Any) -> ScriptedLink:
-        linked.wait(5)  # the service is starting: nothing leaves the queue meanwhile
-        return ScriptedLink()
-
+def test_the_caller_weighs_each_exchange_once_and_the_worker_does_not_again() -> None:
     sink = Sink()
-    worker = make_worker(slow_link, sink)
-    results = [WatchedResult("y" * 10) for _ in range(_UNWEIGHED + 2)]
+    worker = make_worker([ScriptedLink()], sink)
+    results = [WatchedResult("y" * 10) for _ in range(20)]
     for result in results:
         item = exchange()
         item.response = result
         worker.submit(item)
+    assert worker.force_flush(5) and len(sink.recorded) == 20
     caller = threading.current_thread().name
-    assert [r.read_by for r in results[_UNWEIGHED:]] == [[caller], [caller]]
-    assert all(r.read_by == [] for r in results[:_UNWEIGHED])
-    linked.set()
-    assert worker.force_flush(5) and len(sink.recorded) == _UNWEIGHED + 2
-    assert all(r.read_by == ["mcp-tokens-analysis"] for r in results[:_UNWEIGHED])
+    assert all(result.read_by == [caller] for result in results)
     assert all(item.response_chars == 10 + len("text") for item, _ in sink.recorded)
     worker.shutdown()
 
@@ -483,8 +474,8 @@ def test_a_span_waits_at_most_span_wait_and_its_exact_count_still_comes() -> Non
 
 
 def test_a_late_span_of_an_exchange_still_queued_leaves_the_bounds_true() -> None:
-    # The service takes longer to start than SPAN_WAIT: the span ends (weighing its
-    # exchange for the estimate) while the exchange waits in the queue, unweighed.
+    # The service takes longer to start than SPAN_WAIT: the span ends with the estimate
+    # while the exchange waits in the queue.
     linked = threading.Event()
 
     def slow_link(*_: Any) -> ScriptedLink:
@@ -500,8 +491,7 @@ def test_a_late_span_of_an_exchange_still_queued_leaves_the_bounds_true() -> Non
     linked.set()
     assert worker.force_flush(5) and [item for item, _ in sink.recorded] == items
     assert sink.late == items
-    # Nothing is held any more, and nothing counts as waiting to be weighed.
-    assert worker._held_chars == 0 and worker._unweighed == 0
+    assert worker._held_chars == 0  # nothing is held any more
     worker.shutdown()
 
 

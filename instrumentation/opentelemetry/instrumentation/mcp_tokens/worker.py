@@ -6,10 +6,9 @@
 `submit()` runs on the caller's path and never blocks or raises: it queues the finished
 exchange, within `QUEUE_SIZE` exchanges (queued, or at the counter) and
 `Options.queue_chars` payload characters held here. Past either the exchange is not lost:
-the sink records it with an estimate from its length (`overload`). Weighing a payload
-(adding up its strings' characters) is a walk over it, so the caller leaves it to the
-worker for up to `_UNWEIGHED` exchanges at a time, and the worker holds each to the
-character bound when it takes it from the queue: past the bound by at most those.
+the sink records it with an estimate from its length (`overload`). The caller weighs the
+exchange (adds up its payloads' characters) to hold it to that bound: a walk that stops at
+the text blocks' lengths, tens of microseconds for a listing of 2,000 tools.
 
 The first exchange starts the thread (`mcp-tokens-analysis`; `mcp-tokens` in `top -H`). It
 connects to the user's counting service (counting/; started if none runs) and in rounds at
@@ -51,10 +50,6 @@ if TYPE_CHECKING:
 _logger = logging.getLogger(__name__)
 
 START_TIMEOUT_S = 10.0  # for a service to start and answer
-# Exchanges queued before they are weighed, at most: a call's few (both sides of an
-# in-process call, a burst of notifications) leave the walk to the worker; beyond them the
-# caller weighs, so that what the process holds past `queue_chars` stays this bounded.
-_UNWEIGHED = 16
 _MAX_RESTART_PAUSE_S = 60.0
 
 
@@ -123,14 +118,12 @@ class AnalysisWorker:
         # calls, on every exchange); the condition wakes force_flush() waiters.
         self._lock = threading.Lock()
         self._condition = threading.Condition(self._lock)
-        # Queued exchanges, each with its weight (None: left for this thread to weigh).
-        self._queued: deque[tuple[Exchange, int | None]] = deque()
+        self._queued: deque[Exchange] = deque()
         self._sent: OrderedDict[int, tuple[Exchange, float]] = OrderedDict()  # seq -> (it, CPU to send)
         # Spans still open, by id(exchange), in the order their deadlines (ns) come: an
         # exchange leaves when its span ends, so that what is held is what is in flight.
         self._open_spans: OrderedDict[int, tuple[int, Exchange]] = OrderedDict()
-        self._held_chars = 0  # payload characters queued (those weighed)
-        self._unweighed = 0  # exchanges queued not yet weighed
+        self._held_chars = 0  # payload characters queued
         self._unsent = 0  # bytes the link has not handed over
         self._next_seq = 0
         self._stopping = self._asleep = self._linked = False
@@ -147,37 +140,29 @@ class AnalysisWorker:
     def submit(self, exchange: Exchange) -> None:
         queued = False
         try:
+            weight = _weigh(exchange)
             with self._lock:
-                if self._unweighed < _UNWEIGHED and self._has_room(0):
-                    self._enqueue(exchange, None)
-                    self._unweighed += 1
+                if self._has_room(weight):
+                    self._enqueue(exchange)  # raises where no thread can start
+                    self._held_chars += weight
                     queued = True
-            if not queued:
-                weight = _weigh(exchange)
-                with self._lock:
-                    if self._has_room(weight):
-                        self._enqueue(exchange, weight)
-                        self._held_chars += weight
-                        queued = True
         except Exception:  # the caller's MCP call must never see our failure
             _logger.debug("mcp-tokens could not queue an exchange", exc_info=True)
         if not queued:
             self._estimate(exchange, semconv.SKIP_OVERLOAD)
 
     def _has_room(self, weight: int) -> bool:
+        """Whether one more exchange, of `weight` payload characters, stays within
+        `QUEUE_SIZE` and `queue_chars` (lock held)."""
         return (
             not self._stopping
             and len(self._queued) + len(self._sent) < self._settings.queue_size
-            and self._fits(weight)
+            and self._held_chars + self._unsent + weight <= self._options.queue_chars
         )
 
-    def _fits(self, weight: int) -> bool:
-        """Whether `weight` more payload characters stay within `queue_chars` (lock held)."""
-        return self._held_chars + self._unsent + weight <= self._options.queue_chars
-
-    def _enqueue(self, exchange: Exchange, weight: int | None) -> None:
-        self._start_or_wake()  # raises where no thread can start
-        self._queued.append((exchange, weight))
+    def _enqueue(self, exchange: Exchange) -> None:
+        self._start_or_wake()
+        self._queued.append(exchange)
         if exchange.span is not None and exchange.end_span:
             wait_ns = int(self._settings.span_wait * 1e9)
             self._open_spans[id(exchange)] = ((exchange.end_ns or time.time_ns()) + wait_ns, exchange)
@@ -248,13 +233,12 @@ class AnalysisWorker:
                         self._lose_link(link, str(exc) or type(exc).__name__)
         finally:
             with self._lock:
-                left = [*(exchange for exchange, _ in self._queued), *(e for e, _ in self._sent.values())]
+                left = [*self._queued, *(exchange for exchange, _ in self._sent.values())]
             for exchange in left:
                 self._estimate(exchange, semconv.SKIP_SHUTDOWN)
             with self._lock:
                 self._queued.clear()
                 self._sent.clear()
-                self._unweighed = 0
                 self._condition.notify_all()
             if self._link is not None:
                 with contextlib.suppress(Exception):
@@ -363,11 +347,7 @@ class AnalysisWorker:
             with self._lock:
                 if not self._queued:
                     break
-                exchange, weight = self._queued.popleft()
-            if weight is None and not self._admit_weighed(exchange):
-                self._estimate(exchange, semconv.SKIP_OVERLOAD)
-                continue
-            with self._lock:
+                exchange = self._queued.popleft()
                 seq, self._next_seq = self._next_seq, self._next_seq + 1
                 self._sent[seq] = (exchange, 0.0)
                 behind = self._held_chars + self._unsent >= self._options.behind_chars
@@ -383,17 +363,6 @@ class AnalysisWorker:
         link.flush()
         with self._lock:
             self._unsent = link.unsent
-
-    def _admit_weighed(self, exchange: Exchange) -> bool:
-        """Weigh an exchange the caller left unweighed (a late span may have had it weighed
-        already); False when it does not fit."""
-        weight = _weigh(exchange)
-        with self._lock:
-            self._unweighed -= 1
-            fits = self._fits(weight)
-            if fits:
-                self._held_chars += weight
-        return fits
 
     def _first_open_span(self) -> tuple[int, Exchange] | None:
         """(deadline ns, exchange) of the open span whose deadline comes first (lock held)."""
