@@ -7,8 +7,8 @@
 exchange, within `QUEUE_SIZE` exchanges (queued, or at the counter) and
 `Options.queue_chars` payload characters held here. Past either the exchange is not lost:
 the sink records it with an estimate from its length (`overload`). The caller weighs the
-exchange (adds up its payloads' characters) to hold it to that bound: a walk that stops at
-the text blocks' lengths, tens of microseconds for a listing of 2,000 tools.
+exchange to hold it to that bound: its payloads' characters from a bounded sample of their
+strings (engine/blocks.py), a few microseconds whatever their size.
 
 The first exchange starts the thread (`mcp-tokens-analysis`; `mcp-tokens` in `top -H`). It
 connects to the user's counting service (counting/; started if none runs) and in rounds at
