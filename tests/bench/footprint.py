@@ -265,6 +265,26 @@ def stop_service(directory: Path) -> None:
 
 
 @contextlib.contextmanager
+def own_counting_service(prefix: str) -> Iterator[Path]:
+    """A counting-service directory of this benchmark's own, not the user's, named in the
+    environment for everything this process and its children instrument; the service
+    started there is stopped at the end. Yields the temporary directory that holds it."""
+    variable = "OTEL_INSTRUMENTATION_MCP_TOKENS_COUNTER_DIR"
+    previous = os.environ.get(variable)
+    with tempfile.TemporaryDirectory(prefix=prefix) as directory:
+        counter_dir = Path(directory) / "counter"
+        os.environ[variable] = str(counter_dir)
+        try:
+            yield Path(directory)
+        finally:
+            stop_service(counter_dir)
+            if previous is None:
+                os.environ.pop(variable, None)
+            else:
+                os.environ[variable] = previous
+
+
+@contextlib.contextmanager
 def workspace() -> Iterator[Path]:
     path = Path(tempfile.mkdtemp(prefix="mct-footprint-"))
     try:

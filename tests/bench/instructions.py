@@ -33,14 +33,12 @@ import re
 import shutil
 import subprocess
 import sys
-import tempfile
-from pathlib import Path
 from typing import NamedTuple
 
 from examples.processes import REPO_ROOT
 
 from ._doc import add_markdown_option, table, write_section
-from .footprint import stop_service
+from .footprint import own_counting_service
 from .saturation import FLOORS
 
 VARIANTS = ("plain", "patches", "instrumented", "no-metrics", "no-wire")
@@ -154,23 +152,17 @@ def main(argv: list[str] | None = None) -> int:
     os.environ.setdefault("PYTHONHASHSEED", "0")  # the same dict layouts in every run
     costs: dict[str, float] = {}
     made: float | None = None
-    with tempfile.TemporaryDirectory(prefix="mct-instructions-") as directory:
-        # A counting service of this benchmark's own, not the user's, stopped at the end.
-        counter_dir = Path(directory) / "counter"
-        os.environ["OTEL_INSTRUMENTATION_MCP_TOKENS_COUNTER_DIR"] = str(counter_dir)
-        try:
-            for variant in variants:
-                count = per_call(valgrind, variant, args.calls)
-                costs[variant] = count.instructions
-                if variant == "instrumented":
-                    made = count.measurements
-                print(f"{variant}: {costs[variant] / 1e6:.2f} M instructions per call", flush=True)
-            measured = None
-            if made is not None:
-                price = per_call(valgrind, "histogram", PRICED_MEASUREMENTS).instructions
-                measured = Measured(made, price)
-        finally:
-            stop_service(counter_dir)
+    with own_counting_service("mct-instructions-"):
+        for variant in variants:
+            count = per_call(valgrind, variant, args.calls)
+            costs[variant] = count.instructions
+            if variant == "instrumented":
+                made = count.measurements
+            print(f"{variant}: {costs[variant] / 1e6:.2f} M instructions per call", flush=True)
+        measured = None
+        if made is not None:
+            price = per_call(valgrind, "histogram", PRICED_MEASUREMENTS).instructions
+            measured = Measured(made, price)
     body = render(costs, measured)
     print("\n" + body)
     if args.markdown:

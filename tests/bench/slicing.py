@@ -20,11 +20,8 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import os
 import statistics
 import sys
-import tempfile
-from pathlib import Path
 
 from opentelemetry.instrumentation.mcp_tokens.config import Settings
 from opentelemetry.instrumentation.mcp_tokens.counting.options import OPTIONS, Options
@@ -36,7 +33,7 @@ from opentelemetry.sdk.trace import TracerProvider
 from . import loop_stall
 from ._compat import start_analysis
 from ._doc import add_markdown_option, table, write_section
-from .footprint import stop_service
+from .footprint import own_counting_service
 
 CASES = (
     "pretty JSON 1 MB",
@@ -101,14 +98,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--repeat", type=int, default=3, help="payloads analysed per block (default 3)")
     add_markdown_option(parser)
     args = parser.parse_args(argv)
-    with tempfile.TemporaryDirectory(prefix="mct-slicing-") as directory:
-        # A counting service of this benchmark's own, not the user's, stopped at the end.
-        counter_dir = Path(directory) / "counter"
-        os.environ["OTEL_INSTRUMENTATION_MCP_TOKENS_COUNTER_DIR"] = str(counter_dir)
-        try:
-            rows = asyncio.run(rows_of(args.rounds, args.repeat))
-        finally:
-            stop_service(counter_dir)
+    with own_counting_service("mct-slicing-"):
+        rows = asyncio.run(rows_of(args.rounds, args.repeat))
     body = render(rows, args.rounds)
     print("\n" + body)
     if args.markdown:
