@@ -84,8 +84,11 @@ def _without_the_wire() -> None:
             with self._lock:
                 if not self._queued:
                     return
-                exchange = self._queued.popleft()
-                self._held_chars -= (exchange.request_chars or 0) + (exchange.response_chars or 0)
+                exchange, weight = self._queued.popleft()
+                if weight is None:
+                    self._unweighed -= 1
+                else:
+                    self._held_chars -= weight
                 self._open_spans.pop(id(exchange), None)
             pipeline._end_span(exchange)
 

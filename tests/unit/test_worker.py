@@ -13,6 +13,7 @@ a lost service, stop cleanly.
 
 from __future__ import annotations
 
+import asyncio
 import os
 import sys
 import threading
@@ -29,7 +30,7 @@ from opentelemetry.instrumentation.mcp_tokens.config import ANALYSIS_THREAD, Set
 from opentelemetry.instrumentation.mcp_tokens.counting.client import LinkClosed
 from opentelemetry.instrumentation.mcp_tokens.counting.options import Options
 from opentelemetry.instrumentation.mcp_tokens.exchange import Exchange, Side
-from opentelemetry.instrumentation.mcp_tokens.worker import AnalysisWorker
+from opentelemetry.instrumentation.mcp_tokens.worker import _UNWEIGHED, AnalysisWorker
 
 READY = AnalystStatus("o200k_base", True, None, 1)
 
@@ -237,6 +238,79 @@ def test_a_round_that_a_call_wakes_waits_linger_s_and_takes_the_call_s_other_exc
     worker.shutdown()
 
 
+def _busy(seconds: float) -> None:
+    """Hold the GIL, as a call computing on the event loop's thread does."""
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        pass
+
+
+def _asleep_after_a_round(worker: AnalysisWorker) -> None:
+    worker.submit(exchange("first"))
+    assert worker.force_flush(5)
+    assert wait_for(lambda: worker._asleep)
+
+
+def test_a_call_on_an_event_loop_keeps_the_gil_and_the_loop_wakes_the_thread_after_it() -> None:
+    # Woken at once, the thread would take the GIL from the call within a switch interval
+    # (5 ms) to start its linger; the loop's wake-up comes when the call yields.
+    link = ScriptedLink()
+    sink = Sink()
+    worker = make_worker([link], sink, options=Options(linger_s=0.05))
+    _asleep_after_a_round(worker)
+
+    async def call() -> tuple[int, float, float]:
+        worker.submit(exchange("server side"))
+        handed_at = time.monotonic()
+        _busy(0.3)  # well past linger_s, without yielding to the loop
+        sent_while_busy = len(link.sent)
+        yielded_at = time.monotonic()
+        while len(link.sent) < 2 and time.monotonic() < yielded_at + 5:
+            await asyncio.sleep(0.005)
+        return sent_while_busy, handed_at, yielded_at
+
+    sent_while_busy, handed_at, yielded_at = asyncio.run(call())
+    assert sent_while_busy == 1  # only the first round's
+    assert link.sent_at[1] >= yielded_at >= handed_at + 0.3
+    assert worker.force_flush(5) and len(sink.recorded) == 2
+    worker.shutdown()
+
+
+def test_a_loop_that_stops_before_its_wake_up_still_has_the_exchange_counted_within_span_wait() -> None:
+    link = ScriptedLink()
+    sink = Sink()
+    worker = make_worker([link], sink, Settings(span_wait=0.3), Options(linger_s=0.05))
+    _asleep_after_a_round(worker)
+
+    async def last_call() -> None:
+        worker.submit(exchange("the last call"))
+
+    handed_at = time.monotonic()
+    asyncio.run(last_call())  # the loop closes with the wake-up it owes still pending
+    assert wait_for(lambda: len(link.sent) == 2)
+    assert link.sent_at[1] - handed_at < 0.3 + 0.7  # SPAN_WAIT, and a busy machine's delay
+    worker.shutdown()
+
+
+def test_a_thread_idle_past_its_watch_is_woken_at_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    # Idle long enough, the thread sleeps without a timeout (no wake-ups in an idle
+    # process), so no event loop is trusted with its wake-up: the next exchange wakes it.
+    monkeypatch.setattr(worker_module, "_WATCHFUL_S", 0.1)
+    link = ScriptedLink()
+    sink = Sink()
+    worker = make_worker([link], sink, Settings(span_wait=0.05), Options(linger_s=0.05))
+    _asleep_after_a_round(worker)
+    time.sleep(0.5)  # past the watch: it sleeps without a timeout now
+
+    async def call() -> int:
+        worker.submit(exchange("after a long pause"))
+        _busy(0.5)
+        return len(link.sent)
+
+    assert asyncio.run(call()) == 2
+    worker.shutdown()
+
+
 def test_a_round_shorter_than_a_gil_slice_does_not_let_go_of_the_gil(monkeypatch: pytest.MonkeyPatch) -> None:
     # Each hand-over of the GIL costs the event loop a switch; the slice counts from when
     # the thread took the GIL back after sleeping, not from its last hand-over.
@@ -326,17 +400,26 @@ class WatchedResult(Mapping[str, Any]):
         return len(self._items)
 
 
-def test_the_caller_weighs_each_exchange_once_and_the_worker_does_not_again() -> None:
+def test_the_caller_leaves_weighing_to_the_worker_for_a_bounded_number_of_exchanges() -> None:
+    linked = threading.Event()
+
+    def slow_link(*_: Any) -> ScriptedLink:
+        linked.wait(5)  # the service is starting: nothing leaves the queue meanwhile
+        return ScriptedLink()
+
     sink = Sink()
-    worker = make_worker([ScriptedLink()], sink)
-    results = [WatchedResult("y" * 10) for _ in range(20)]
+    worker = make_worker(slow_link, sink)
+    results = [WatchedResult("y" * 10) for _ in range(_UNWEIGHED + 2)]
     for result in results:
         item = exchange()
         item.response = result
         worker.submit(item)
-    assert worker.force_flush(5) and len(sink.recorded) == 20
     caller = threading.current_thread().name
-    assert all(result.read_by == [caller] for result in results)
+    assert [r.read_by for r in results[_UNWEIGHED:]] == [[caller], [caller]]
+    assert all(r.read_by == [] for r in results[:_UNWEIGHED])
+    linked.set()
+    assert worker.force_flush(5) and len(sink.recorded) == _UNWEIGHED + 2
+    assert all(r.read_by == ["mcp-tokens-analysis"] for r in results[:_UNWEIGHED])
     assert all(item.response_chars == 10 + len("text") for item, _ in sink.recorded)
     worker.shutdown()
 
@@ -474,8 +557,8 @@ def test_a_span_waits_at_most_span_wait_and_its_exact_count_still_comes() -> Non
 
 
 def test_a_late_span_of_an_exchange_still_queued_leaves_the_bounds_true() -> None:
-    # The service takes longer to start than SPAN_WAIT: the span ends with the estimate
-    # while the exchange waits in the queue.
+    # The service takes longer to start than SPAN_WAIT: the span ends (weighing its
+    # exchange for the estimate) while the exchange waits in the queue, unweighed.
     linked = threading.Event()
 
     def slow_link(*_: Any) -> ScriptedLink:
@@ -491,7 +574,8 @@ def test_a_late_span_of_an_exchange_still_queued_leaves_the_bounds_true() -> Non
     linked.set()
     assert worker.force_flush(5) and [item for item, _ in sink.recorded] == items
     assert sink.late == items
-    assert worker._held_chars == 0  # nothing is held any more
+    # Nothing is held any more, and nothing counts as waiting to be weighed.
+    assert worker._held_chars == 0 and worker._unweighed == 0
     worker.shutdown()
 
 
@@ -567,4 +651,29 @@ def test_a_forked_child_starts_its_own_worker() -> None:
     assert os.read(read, 1) == b"1"
     os.waitpid(pid, 0)
     assert not links[0].closed  # the parent's own link goes on
+    worker.shutdown()
+
+
+def test_a_wake_up_that_fails_on_the_loop_stays_out_of_the_application_s_way(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    link = ScriptedLink()
+    sink = Sink()
+    worker = make_worker([link], sink, options=Options(linger_s=0.01))
+    _asleep_after_a_round(worker)
+    handler_calls: list[dict[str, Any]] = []
+
+    def failing_wake(*, now: bool = False) -> None:
+        raise RuntimeError("a bug of ours")
+
+    async def call() -> None:
+        asyncio.get_running_loop().set_exception_handler(lambda _, context: handler_calls.append(context))
+        worker.submit(exchange("second"))
+        monkeypatch.setattr(worker, "_start_or_wake", failing_wake)
+        await asyncio.sleep(0.1)  # the loop runs the wake-up it owes
+
+    asyncio.run(call())
+    assert handler_calls == []
+    monkeypatch.undo()
+    assert worker.force_flush(5) and len(sink.recorded) == 2
     worker.shutdown()

@@ -6,18 +6,23 @@
 `submit()` runs on the caller's path and never blocks or raises: it queues the finished
 exchange, within `QUEUE_SIZE` exchanges (queued, or at the counter) and
 `Options.queue_chars` payload characters held here. Past either the exchange is not lost:
-the sink records it with an estimate from its length (`overload`). The caller weighs the
-exchange to hold it to that bound: its payloads' characters from a bounded sample of their
-strings (engine/blocks.py), a few microseconds whatever their size.
+the sink records it with an estimate from its length (`overload`). Weighing a payload
+(adding up its strings' characters) is a walk over it, so the caller leaves it to the
+worker for up to `_UNWEIGHED` exchanges at a time, and the worker holds each to the
+character bound when it takes it from the queue: past the bound by at most those.
 
 The first exchange starts the thread (`mcp-tokens-analysis`; `mcp-tokens` in `top -H`). It
 connects to the user's counting service (counting/; started if none runs) and in rounds at
 least `linger_s` apart sends the queued exchanges, hands the findings that came back to the
 sink, and ends with an estimate each span that waited `SPAN_WAIT` (its exact count still
-reaches the metrics). Between rounds it sleeps on the service's socket and a wake-up socket,
-without a timeout when nothing is due: an idle process has no wake-ups. The first exchange
-queued while it sleeps wakes it, and it waits `linger_s` before the round, so that the
-call's other exchanges join it.
+reaches the metrics). Between rounds it sleeps on the service's socket and a wake-up socket.
+The first exchange queued while it sleeps wakes it `linger_s` later, so that the call's other
+exchanges join the round. Within `_WATCHFUL_S` of its last exchange the thread sleeps at
+most `SPAN_WAIT` at a time, and a caller on an asyncio event loop then has the loop send
+that wake-up (`call_later`): the thread takes the GIL once the call is done with it, not
+in the middle of it, as it must when woken at once. Should the loop never send it (it
+stopped), the thread's own timeout still comes within `SPAN_WAIT`. Otherwise (no loop, or
+the thread sleeps without a timeout, idle for a while) it is woken at once.
 
 If the service goes away, what it held is estimated (`analysis_error`) and a service is
 started again at once, then after pauses that double. Where none can run at all, the
@@ -26,6 +31,7 @@ analysis runs on this thread (thread_link.py), as with `ANALYSIS=thread`.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import logging
 import os
@@ -50,7 +56,14 @@ if TYPE_CHECKING:
 _logger = logging.getLogger(__name__)
 
 START_TIMEOUT_S = 10.0  # for a service to start and answer
+# Exchanges queued before they are weighed, at most: a call's few (both sides of an
+# in-process call, a burst of notifications) leave the walk to the worker; beyond them the
+# caller weighs, so that what the process holds past `queue_chars` stays this bounded.
+_UNWEIGHED = 16
 _MAX_RESTART_PAUSE_S = 60.0
+# How long after its last exchange the thread sleeps at most SPAN_WAIT at a time (then
+# without a timeout): the time an event loop may be trusted with its wake-up.
+_WATCHFUL_S = 60.0
 
 
 class Link(Protocol):
@@ -118,12 +131,14 @@ class AnalysisWorker:
         # calls, on every exchange); the condition wakes force_flush() waiters.
         self._lock = threading.Lock()
         self._condition = threading.Condition(self._lock)
-        self._queued: deque[Exchange] = deque()
+        # Queued exchanges, each with its weight (None: left for this thread to weigh).
+        self._queued: deque[tuple[Exchange, int | None]] = deque()
         self._sent: OrderedDict[int, tuple[Exchange, float]] = OrderedDict()  # seq -> (it, CPU to send)
         # Spans still open, by id(exchange), in the order their deadlines (ns) come: an
         # exchange leaves when its span ends, so that what is held is what is in flight.
         self._open_spans: OrderedDict[int, tuple[int, Exchange]] = OrderedDict()
-        self._held_chars = 0  # payload characters queued
+        self._held_chars = 0  # payload characters queued (those weighed)
+        self._unweighed = 0  # exchanges queued not yet weighed
         self._unsent = 0  # bytes the link has not handed over
         self._next_seq = 0
         self._stopping = self._asleep = self._linked = False
@@ -132,6 +147,12 @@ class AnalysisWorker:
         self._link: Link | None = None
         self._failures = 0
         self._retry_at = self._round_at = 0.0
+        # When the first exchange queued while the thread slept arrived, and when the last
+        # one was sent (monotonic); when the wake-up an event loop was asked to send is due
+        # (None: none is).
+        self._first_at = self._sent_at = 0.0
+        self._wake_due: float | None = None
+        self._watchful = False  # the thread sleeps with a timeout of at most SPAN_WAIT
         self._gil_since = time.perf_counter()
         self._ready = threading.Event()
         self.status: AnalystStatus | None = None
@@ -140,35 +161,44 @@ class AnalysisWorker:
     def submit(self, exchange: Exchange) -> None:
         queued = False
         try:
-            weight = _weigh(exchange)
             with self._lock:
-                if self._has_room(weight):
-                    self._enqueue(exchange)  # raises where no thread can start
-                    self._held_chars += weight
+                if self._unweighed < _UNWEIGHED and self._has_room(0):
+                    self._enqueue(exchange, None)
+                    self._unweighed += 1
                     queued = True
+            if not queued:
+                weight = _weigh(exchange)
+                with self._lock:
+                    if self._has_room(weight):
+                        self._enqueue(exchange, weight)
+                        self._held_chars += weight
+                        queued = True
         except Exception:  # the caller's MCP call must never see our failure
             _logger.debug("mcp-tokens could not queue an exchange", exc_info=True)
         if not queued:
             self._estimate(exchange, semconv.SKIP_OVERLOAD)
 
     def _has_room(self, weight: int) -> bool:
-        """Whether one more exchange, of `weight` payload characters, stays within
-        `QUEUE_SIZE` and `queue_chars` (lock held)."""
         return (
             not self._stopping
             and len(self._queued) + len(self._sent) < self._settings.queue_size
-            and self._held_chars + self._unsent + weight <= self._options.queue_chars
+            and self._fits(weight)
         )
 
-    def _enqueue(self, exchange: Exchange) -> None:
-        self._start_or_wake()
-        self._queued.append(exchange)
+    def _fits(self, weight: int) -> bool:
+        """Whether `weight` more payload characters stay within `queue_chars` (lock held)."""
+        return self._held_chars + self._unsent + weight <= self._options.queue_chars
+
+    def _enqueue(self, exchange: Exchange, weight: int | None) -> None:
+        self._start_or_wake()  # raises where no thread can start
+        self._queued.append((exchange, weight))
         if exchange.span is not None and exchange.end_span:
             wait_ns = int(self._settings.span_wait * 1e9)
             self._open_spans[id(exchange)] = ((exchange.end_ns or time.time_ns()) + wait_ns, exchange)
 
-    def _start_or_wake(self) -> None:
-        """Start the thread, or wake it if it sleeps (lock held)."""
+    def _start_or_wake(self, *, now: bool = False) -> None:
+        """Start the thread, or have it woken if it sleeps: `linger_s` after the first
+        exchange of a round (see the module's docstring), or at once (lock held)."""
         if self._thread is None:
             self._wake = socket.socketpair()
             for end in self._wake:
@@ -176,21 +206,50 @@ class AnalysisWorker:
             self._thread = threading.Thread(target=self._run, name="mcp-tokens-analysis", daemon=True)
             self._thread.start()
         elif self._asleep and self._wake is not None:
-            self._asleep = False
-            with contextlib.suppress(OSError):  # full: a wake-up is pending anyway
-                self._wake[1].send(b"\0")
+            if self._wake_due is None:
+                self._first_at = time.monotonic()
+            if now or not self._watchful or not self._wake_later():
+                self._asleep = False
+                self._wake_due = None
+                with contextlib.suppress(OSError):  # full: a wake-up is pending anyway
+                    self._wake[1].send(b"\0")
+
+    def _wake_later(self) -> bool:
+        """Have the caller's event loop wake the thread `linger_s` after the round's first
+        exchange; False when the caller runs no asyncio loop, or the one asked has not
+        sent the wake-up it owes (it stopped, or is blocked): the thread is woken now."""
+        due, now = self._wake_due, time.monotonic()
+        if due is not None:
+            return now < due + self._options.linger_s
+        try:
+            asyncio.get_running_loop().call_later(self._options.linger_s, self._woken_by_loop)
+        except Exception:  # no loop runs on this thread (or it takes no timer)
+            return False
+        self._wake_due = now + self._options.linger_s
+        return True
+
+    def _woken_by_loop(self) -> None:
+        # Runs on the application's loop: a failure would reach its exception handler.
+        try:
+            with self._lock:
+                if self._wake_due is not None:
+                    self._start_or_wake(now=True)
+        except Exception:
+            _logger.debug("mcp-tokens could not wake its analysis thread", exc_info=True)
 
     def wait_ready(self, timeout: float | None = None) -> bool:
         """Start counting if no exchange has, and wait for its tokenizer (tests, benchmarks)."""
         with self._lock:
             if not self._stopping:
-                self._start_or_wake()
+                self._start_or_wake(now=True)
         return self._ready.wait(timeout)
 
     def force_flush(self, timeout: float | None = None) -> bool:
         """Wait until every submitted exchange is recorded; False when `timeout` passed first."""
         deadline = None if timeout is None else time.monotonic() + timeout
         with self._lock:
+            if self._queued and self._thread is not None:
+                self._start_or_wake(now=True)
             while self._queued or self._sent:
                 remaining = 0.05 if deadline is None else min(0.05, deadline - time.monotonic())
                 if remaining <= 0:
@@ -206,7 +265,7 @@ class AnalysisWorker:
             self._stopping = self._asleep = True
             thread = self._thread
             if thread is not None:
-                self._start_or_wake()
+                self._start_or_wake(now=True)
         if thread is not None and thread is not threading.current_thread():
             thread.join(timeout)
 
@@ -233,12 +292,13 @@ class AnalysisWorker:
                         self._lose_link(link, str(exc) or type(exc).__name__)
         finally:
             with self._lock:
-                left = [*self._queued, *(exchange for exchange, _ in self._sent.values())]
+                left = [*(exchange for exchange, _ in self._queued), *(e for e, _ in self._sent.values())]
             for exchange in left:
                 self._estimate(exchange, semconv.SKIP_SHUTDOWN)
             with self._lock:
                 self._queued.clear()
                 self._sent.clear()
+                self._unweighed = 0
                 self._condition.notify_all()
             if self._link is not None:
                 with contextlib.suppress(Exception):
@@ -251,6 +311,8 @@ class AnalysisWorker:
             self._condition.notify_all()  # force_flush() waiters
             timeout = self._timeout(link)
             self._asleep = timeout != 0
+            self._watchful = timeout is not None and timeout <= self._settings.span_wait
+            self._wake_due = None  # a wake-up still owed is for the exchanges just handled
         fd = None if link is None else link.fileno()
         if timeout != 0 and self._wake is not None:
             wake = self._wake[0].fileno()
@@ -266,11 +328,12 @@ class AnalysisWorker:
                 while self._wake[0].recv(256):
                     pass
             if wake in readable:
-                # Woken by a call's first exchange: the call is usually still running (in a
-                # process that is both client and server, the server's hand-off comes before
-                # the client has its result), so the round waits `linger_s` rather than take
-                # the GIL from it, and the call's other exchanges join the round.
-                self._round_at = max(self._round_at, time.monotonic())
+                # The round waits `linger_s` from the first exchange queued while the thread
+                # slept: a wake-up sent at once comes while the call still runs (in a process
+                # that is both client and server, the server's hand-off comes before the
+                # client has its result), and the call's other exchanges join the round.
+                with self._lock:
+                    self._round_at = max(self._round_at, self._first_at)
         self._asleep = False
         linger = self._round_at + self._options.linger_s - time.monotonic()
         if linger > 0 and not self._stopping:
@@ -289,6 +352,8 @@ class AnalysisWorker:
         first = self._first_open_span()
         if first is not None:
             deadlines.append((first[0] - time.time_ns()) / 1e9)
+        if link is not None and time.monotonic() - self._sent_at < _WATCHFUL_S:
+            deadlines.append(self._settings.span_wait)
         return max(0.0, min(deadlines)) if deadlines else None
 
     def _current_link(self) -> Link | None:
@@ -347,12 +412,17 @@ class AnalysisWorker:
             with self._lock:
                 if not self._queued:
                     break
-                exchange = self._queued.popleft()
+                exchange, weight = self._queued.popleft()
+            if weight is None and not self._admit_weighed(exchange):
+                self._estimate(exchange, semconv.SKIP_OVERLOAD)
+                continue
+            with self._lock:
                 seq, self._next_seq = self._next_seq, self._next_seq + 1
                 self._sent[seq] = (exchange, 0.0)
                 behind = self._held_chars + self._unsent >= self._options.behind_chars
             cpu = time.thread_time()
             link.send(exchange, seq, behind)
+            self._sent_at = time.monotonic()
             exchange.request = exchange.response = None  # the link has them now
             with self._lock:
                 if seq in self._sent:
@@ -363,6 +433,17 @@ class AnalysisWorker:
         link.flush()
         with self._lock:
             self._unsent = link.unsent
+
+    def _admit_weighed(self, exchange: Exchange) -> bool:
+        """Weigh an exchange the caller left unweighed (a late span may have had it weighed
+        already); False when it does not fit."""
+        weight = _weigh(exchange)
+        with self._lock:
+            self._unweighed -= 1
+            fits = self._fits(weight)
+            if fits:
+                self._held_chars += weight
+        return fits
 
     def _first_open_span(self) -> tuple[int, Exchange] | None:
         """(deadline ns, exchange) of the open span whose deadline comes first (lock held)."""

@@ -222,8 +222,8 @@ def payload_chars(payload: object) -> int:
     """About how many characters a payload's strings hold, from a bounded sample.
 
     It weighs every exchange (the worker queue's memory bound, and the length an estimate
-    is made from), on the caller's path, so it must cost the same few microseconds for a
-    1 KB result and a 20 MB listing: it expands at most
+    is made from), on the caller's path when the worker is behind, so it must cost the
+    same few microseconds for a 1 KB result and a 20 MB listing: it expands at most
     `_WEIGHT_NODE_BUDGET` containers, reads at most `_WEIGHT_SAMPLE` elements of each and
     scales them up, and reads a string's length in O(1).
     """
