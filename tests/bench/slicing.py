@@ -11,9 +11,8 @@ rounds) while the pipeline analyses payloads whose findings take long to record
 to the interpreter's switch interval, 5 ms), side by side in this process, in rounds whose
 order alternates, so that a slow spell of the machine favours neither.
 
-Informational: no bound. The worker's other mechanisms have their rows elsewhere: the
-linger between rounds in tests.bench.worker_cost, a second counting process in
-tests.bench.counting.
+Informational: no bound. The linger between rounds has its rows in
+tests.bench.worker_cost, a second counting process in tests.bench.counting.
 """
 
 from __future__ import annotations
