@@ -96,6 +96,11 @@ def per_call(valgrind: str, variant: str, calls: int) -> Count:
     )
 
 
+class Measured(NamedTuple):
+    per_call: float  # histogram measurements an instrumented call makes
+    price: float  # instructions the SDK spends on one
+
+
 def render(costs: dict[str, float], measured: Measured | None = None) -> str:
     plain, instrumented = costs["plain"], costs.get("instrumented")
     rows = []
@@ -111,15 +116,11 @@ def render(costs: dict[str, float], measured: Measured | None = None) -> str:
                 share = (instrumented - costs[variant]) / analysis
                 parts.append(f"{what}: {(instrumented - costs[variant]) / 1e6:.2f} M ({share:.0%})")
     body = table(["variant", "M instructions per call", "over plain"], rows)
-    body += "\n\n" + "; ".join(parts) + "." if parts else ""
+    if parts:
+        body += "\n\n" + "; ".join(parts) + "."
     if measured is not None and "patches" in costs:
         body += "\n\n" + measurement_bound(plain, costs["patches"], measured)
     return body
-
-
-class Measured(NamedTuple):
-    per_call: float  # histogram measurements an instrumented call makes
-    price: float  # instructions the SDK spends on one
 
 
 def measurement_bound(plain: float, patches: float, measured: Measured) -> str:
