@@ -115,6 +115,23 @@ def receive(link: ServiceLink, count: int, timeout: float = 60) -> list[Findings
     return got
 
 
+def test_a_link_sends_a_round_s_small_jobs_in_one_call_and_a_large_one_at_once(
+    directory: Path, o200k: object
+) -> None:
+    link = ServiceLink(settings_in(directory), Options(), 30)
+    send(link, text_exchange("hello"), 0)  # the HELLO is out
+    link.send(text_exchange("small " * 10), 1, False)
+    link.send(text_exchange("small " * 20), 2, False)
+    held = link.unsent
+    assert held > 0  # queued, not sent: the worker flushes at the end of its round
+    link.flush()
+    assert link.unsent < held
+    link.send(text_exchange("large " * 400_000), 3, False)  # over a socket's worth
+    assert link.unsent < 2_400_000  # the socket took some as the job was queued
+    send(link, text_exchange("last"), 4)
+    assert sorted(findings.seq for findings in receive(link, 5)) == [0, 1, 2, 3, 4]
+
+
 def test_the_first_client_starts_the_service_and_the_others_find_it(directory: Path, o200k: object) -> None:
     settings = settings_in(directory)
     first, second = ServiceLink(settings, Options(), 30), ServiceLink(settings, Options(), 30)

@@ -353,6 +353,30 @@ def test_the_service_gets_the_payloads_and_this_process_lets_go_of_them() -> Non
     worker.shutdown()
 
 
+def test_the_thread_reads_the_link_only_when_its_socket_has_something() -> None:
+    # Each read releases the GIL, a hand-over while the application wants it: rounds woken
+    # by an exchange, with nothing come back, leave the link's socket alone.
+    link = ScriptedLink(hold=True)
+    reads = []
+    receive = link.receive
+    link.receive = lambda: reads.append(1) or receive()  # type: ignore[method-assign]
+    sink = Sink()
+    worker = make_worker([link], sink)
+    worker.submit(exchange())
+    assert wait_for(lambda: len(link.sent) == 1)
+    assert wait_for(lambda: worker._asleep and not worker._queued)
+    before = len(reads)
+    for count in (2, 3, 4):
+        worker.submit(exchange())
+        assert wait_for(lambda count=count: len(link.sent) == count)  # type: ignore[misc]
+        assert wait_for(lambda: worker._asleep and not worker._queued)
+    assert len(reads) == before
+    link.release()
+    assert worker.force_flush(5) and len(sink.recorded) == 4
+    assert len(reads) > before
+    worker.shutdown()
+
+
 def test_a_full_queue_estimates_at_once_instead_of_blocking() -> None:
     link = ScriptedLink(hold=True)
     sink = Sink()

@@ -280,11 +280,12 @@ class AnalysisWorker:
         try:
             while not self._stopping:
                 link = self._current_link()
-                self._sleep(link)
+                readable = self._sleep(link)
                 self._end_late_spans()
                 if link is not None and not self._stopping:
                     try:
-                        self._take_findings(link)
+                        if readable:
+                            self._take_findings(link)
                         self._send(link)
                         if link.fileno() is None:  # a link on this thread answers as it is sent
                             self._take_findings(link)
@@ -304,9 +305,14 @@ class AnalysisWorker:
                 with contextlib.suppress(Exception):
                     self._link.close()
 
-    def _sleep(self, link: Link | None) -> None:
+    def _sleep(self, link: Link | None) -> bool:
         """Until findings, an exchange, room in the socket or a deadline; then at least until
-        `linger_s` after the last round, so that what arrives meanwhile joins this one."""
+        `linger_s` after the last round, so that what arrives meanwhile joins this one.
+        Whether the link may have findings: its socket was readable, or not waited on.
+
+        Every system call here releases the GIL, and while the application's thread wants
+        it, each costs a hand-over and back: the thread reads only the sockets `select`
+        found readable."""
         with self._lock:
             self._condition.notify_all()  # force_flush() waiters
             timeout = self._timeout(link)
@@ -314,20 +320,20 @@ class AnalysisWorker:
             self._watchful = timeout is not None and timeout <= self._settings.span_wait
             self._wake_due = None  # a wake-up still owed is for the exchanges just handled
         fd = None if link is None else link.fileno()
+        may_have_findings = True
         if timeout != 0 and self._wake is not None:
             wake = self._wake[0].fileno()
-            readable: list[int] = []
+            readable: list[int] = [wake, *([fd] if fd is not None else [])]  # if select fails
             with contextlib.suppress(OSError, ValueError):
                 readable, _, _ = select.select(
-                    [wake, *([fd] if fd is not None else [])],
+                    readable,
                     [fd] if fd is not None and self._unsent else [],
                     [],
                     timeout,
                 )
-            with contextlib.suppress(OSError):
-                while self._wake[0].recv(256):
-                    pass
+            may_have_findings = fd is None or fd in readable
             if wake in readable:
+                _drain(self._wake[0])
                 # The round waits `linger_s` from the first exchange queued while the thread
                 # slept: a wake-up sent at once comes while the call still runs (in a process
                 # that is both client and server, the server's hand-off comes before the
@@ -340,6 +346,7 @@ class AnalysisWorker:
             time.sleep(linger)
         self._round_at = time.monotonic()
         self._gil_since = time.perf_counter()  # the GIL was just taken back: a slice starts
+        return may_have_findings
 
     def _timeout(self, link: Link | None) -> float | None:
         if self._stopping or (self._queued and link is not None):
@@ -489,6 +496,13 @@ class AnalysisWorker:
                 with contextlib.suppress(Exception):
                     resource.close()
         self._reset_state()
+
+
+def _drain(wake: socket.socket) -> None:
+    """Read the wake-up socket empty (a full read means more may wait)."""
+    with contextlib.suppress(OSError):
+        while len(wake.recv(256)) == 256:
+            pass
 
 
 def _weigh(exchange: Exchange) -> int:

@@ -39,6 +39,7 @@ from .options import Options
 # What the socket may hold (the kernel caps it), and frames per system call.
 _SEND_BUFFER = 1 << 20
 _SEND_VIEWS = 64
+_READ_BYTES = 1 << 16
 
 
 class LinkClosed(Exception):
@@ -153,13 +154,16 @@ class ServiceLink:
             self._unsent += len(data)
 
     def send(self, exchange: Exchange, seq: int, behind: bool) -> None:
-        """Queue one exchange's job, and send what the socket takes."""
+        """Queue one exchange's job; send what the socket takes once a socket's worth is
+        queued (the worker flushes the rest at the end of its round: each system call
+        releases the GIL, which costs a hand-over while the application wants it)."""
         job = job_of(exchange, seq, behind)
         request = exchange.request if job.request_kind is not None else None
         response = exchange.response if job.response_kind is not None else None
         for data in protocol.job_frames(job, request, response, self._options.piece_bytes):
             self._queue(data)
-        self.flush()
+        if self._unsent >= _SEND_BUFFER:
+            self.flush()
 
     def flush(self) -> None:
         """Send what the socket takes."""
@@ -182,7 +186,7 @@ class ServiceLink:
         ended = False
         while True:
             try:
-                data = self._sock.recv(1 << 16)
+                data = self._sock.recv(_READ_BYTES)
             except (BlockingIOError, InterruptedError):
                 break
             except OSError:
@@ -192,6 +196,8 @@ class ServiceLink:
                 ended = True
                 break
             self._reader.feed(data)
+            if len(data) < _READ_BYTES:  # the socket is read empty: no call to learn it again
+                break
         findings: list[Findings] = []
         try:
             for kind, body in self._reader.frames():
