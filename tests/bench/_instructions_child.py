@@ -20,14 +20,18 @@ ended where the worker would send it, nothing recorded).
 
 Every run ends by writing how many histogram measurements its MeterProvider took
 (`histogram measurements: N`, on stderr), so that the parent can tell how many one call
-makes. `histogram` is no variant of the call: it records CALLS measurements into one
-histogram with the attributes of a token measurement, the price of one in the SDK.
+makes, and what its calls cost per call that instructions do not show (`per call:
+switches S user U system K`: voluntary context switches, and CPU milliseconds in user space
+and in the kernel, read with getrusage around the calls and the analysis). `histogram` is
+no variant of the call: it records CALLS measurements into one histogram with the
+attributes of a token measurement, the price of one in the SDK.
 """
 
 from __future__ import annotations
 
 import asyncio
 import json
+import resource
 import sys
 from typing import Any
 
@@ -156,10 +160,23 @@ async def main(variant: str, calls: int) -> None:
             await call_tool(app, serial)
         if analysed:
             drain(ready=True)
+        before = resource.getrusage(resource.RUSAGE_SELF)
         for serial in range(WARMUP, WARMUP + calls):
             await call_tool(app, serial)
         if analysed:
             drain()
+        print(kernel_line(before, resource.getrusage(resource.RUSAGE_SELF), calls), file=sys.stderr)
+
+
+def kernel_line(before: Any, after: Any, calls: int) -> str:
+    """What the process's calls cost that instructions do not show, per call: the voluntary
+    context switches (a thread that blocks: on a socket, a sleep, or the GIL), and CPU time
+    in user space and in the kernel (milliseconds)."""
+    return (
+        f"per call: switches {(after.ru_nvcsw - before.ru_nvcsw) / calls:.3f}"
+        f" user {1000 * (after.ru_utime - before.ru_utime) / calls:.4f}"
+        f" system {1000 * (after.ru_stime - before.ru_stime) / calls:.4f}"
+    )
 
 
 def record_measurements(count: int) -> None:

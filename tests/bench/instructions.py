@@ -20,9 +20,15 @@ to show what it costs: `no-metrics` (no metric recorded) and `no-wire` (nothing 
 counting service, nothing recorded). Last, the price of one histogram measurement in the
 OpenTelemetry SDK (the child's `histogram` mode), times the measurements an instrumented
 call makes: with the patches, the least any design that records the contract's histograms
-adds, and so the most throughput it can keep. Informational: no bound (the saturation
-benchmark's throughput floor is the bound this explains). Skipped, with a message, where
-valgrind is not installed.
+adds, and so the most throughput it can keep.
+
+Instructions are user space only. What the kernel does for a call is measured apart, in
+the same child run without valgrind (`--kernel-runs` times each of plain, patches and
+instrumented, in turn): voluntary context switches per call, and user and system CPU time
+per call, medians over the runs. A switch is a thread that blocked: on a socket, a sleep,
+or the GIL, which the analysis thread and the application's thread hand to each other.
+Informational: no bound (the saturation benchmark's throughput floor is the bound this
+explains). Instruction counts are skipped, with a message, where valgrind is not installed.
 """
 
 from __future__ import annotations
@@ -31,6 +37,7 @@ import argparse
 import os
 import re
 import shutil
+import statistics
 import subprocess
 import sys
 from typing import NamedTuple
@@ -45,6 +52,9 @@ VARIANTS = ("plain", "patches", "instrumented", "no-metrics", "no-wire")
 BASE_CALLS = 10
 _REFS = re.compile(r"I\s+refs:\s+([\d,]+)")
 _MEASUREMENTS = re.compile(r"histogram measurements: (\d+)")
+_KERNEL = re.compile(r"per call: switches ([\d.]+) user ([\d.]+) system ([\d.]+)")
+KERNEL_VARIANTS = ("plain", "patches", "instrumented")
+KERNEL_CALLS = 1000
 # A histogram measurement's price: the difference over this many of them.
 PRICED_MEASUREMENTS = 10_000
 SATURATION_FLOOR = FLOORS["throughput"]
@@ -87,6 +97,56 @@ def measurements(output: str) -> int:
     if found is None:
         raise RuntimeError(f"no measurement count in the child's output:\n{output[-2000:]}")
     return int(found.group(1))
+
+
+class Kernel(NamedTuple):
+    switches: float  # voluntary context switches per call
+    user_ms: float  # CPU time per call, in user space
+    system_ms: float  # and in the kernel
+
+
+def kernel_of(output: str) -> Kernel:
+    """The child's per-call line ("per call: switches 2.0 user 2.5 system 0.1")."""
+    found = _KERNEL.search(output)
+    if found is None:
+        raise RuntimeError(f"no per-call line in the child's output:\n{output[-2000:]}")
+    return Kernel(*(float(value) for value in found.groups()))
+
+
+def run_plainly(variant: str, calls: int) -> Kernel:
+    """One child run without valgrind: what its calls cost the kernel."""
+    command = [sys.executable, "-m", "tests.bench._instructions_child", variant, str(calls)]
+    done = subprocess.run(command, cwd=REPO_ROOT, capture_output=True, text=True, timeout=600, check=False)
+    if done.returncode != 0:
+        raise RuntimeError(f"{variant} ({calls} calls) failed:\n{done.stderr[-2000:]}")
+    return kernel_of(done.stderr)
+
+
+def kernel_costs(runs: int, calls: int = KERNEL_CALLS) -> dict[str, Kernel]:
+    """Each variant's medians over `runs` runs, taking turns (each turn's order the last
+    one's reversed), so that all see the same machine."""
+    seen: dict[str, list[Kernel]] = {variant: [] for variant in KERNEL_VARIANTS}
+    for turn in range(runs):
+        for variant in KERNEL_VARIANTS if turn % 2 == 0 else KERNEL_VARIANTS[::-1]:
+            seen[variant].append(run_plainly(variant, calls))
+    return {
+        variant: Kernel(*(statistics.median(values) for values in zip(*kernels, strict=True)))
+        for variant, kernels in seen.items()
+        if kernels
+    }
+
+
+def render_kernel(costs: dict[str, Kernel], runs: int) -> str:
+    rows = [
+        [variant, f"{cost.switches:.1f}", f"{cost.user_ms:.2f}", f"{cost.system_ms:.2f}"]
+        for variant, cost in costs.items()
+    ]
+    header = ["variant", "voluntary switches per call", "user CPU per call, ms", "system CPU per call, ms"]
+    return (
+        table(header, rows)
+        + f"\n\nMedians over {runs} runs of {KERNEL_CALLS} calls each, without valgrind; CPU times"
+        + " swing between runs of this shared machine, switch counts much less."
+    )
 
 
 def per_call(valgrind: str, variant: str, calls: int) -> Count:
@@ -141,6 +201,9 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
     parser.add_argument("--calls", type=int, default=100, help="calls told apart per variant (default 100)")
     parser.add_argument("--variants", default=",".join(VARIANTS), help="comma-separated, plain first")
+    parser.add_argument(
+        "--kernel-runs", type=int, default=5, help="runs without valgrind per variant (default 5; 0: none)"
+    )
     add_markdown_option(parser)
     args = parser.parse_args(argv)
     valgrind = shutil.which("valgrind")
@@ -154,6 +217,9 @@ def main(argv: list[str] | None = None) -> int:
     costs: dict[str, float] = {}
     made: float | None = None
     with own_counting_service("mct-instructions-"):
+        kernel = kernel_costs(args.kernel_runs) if args.kernel_runs > 0 else {}
+        for variant, cost in kernel.items():
+            print(f"{variant}: {cost.switches:.1f} voluntary switches per call", flush=True)
         for variant in variants:
             count = per_call(valgrind, variant, args.calls)
             costs[variant] = count.instructions
@@ -165,6 +231,9 @@ def main(argv: list[str] | None = None) -> int:
             price = per_call(valgrind, "histogram", PRICED_MEASUREMENTS).instructions
             measured = Measured(made, price)
     body = render(costs, measured)
+    if kernel:
+        body += "\n\nWhat the kernel does for a call, which instructions do not count:\n\n"
+        body += render_kernel(kernel, args.kernel_runs)
     print("\n" + body)
     if args.markdown:
         write_section(args.markdown, "instructions", body, "tests.bench.instructions", argv)

@@ -7,7 +7,18 @@ from __future__ import annotations
 
 import pytest
 
-from tests.bench.instructions import Measured, instructions, measurement_bound, measurements, render
+from tests.bench import instructions as bench
+from tests.bench.instructions import (
+    Kernel,
+    Measured,
+    instructions,
+    kernel_costs,
+    kernel_of,
+    measurement_bound,
+    measurements,
+    render,
+    render_kernel,
+)
 
 SUMMARY = """==10322== Cachegrind, a high-precision tracing profiler
 ==10322== Command: python -m tests.bench._instructions_child instrumented 110
@@ -64,3 +75,30 @@ def test_the_bound_follows_the_table_when_measured() -> None:
     costs = {"plain": 10e6, "patches": 10.2e6, "instrumented": 11.5e6}
     assert "bounded at" in render(costs, Measured(4, 100e3))
     assert "bounded at" not in render(costs)
+
+
+def test_the_child_s_kernel_line_is_read_from_its_output() -> None:
+    output = "histogram measurements: 80\nper call: switches 12.345 user 2.7500 system 0.2100\n"
+    assert kernel_of(output) == Kernel(12.345, 2.75, 0.21)
+    with pytest.raises(RuntimeError, match="no per-call line"):
+        kernel_of("histogram measurements: 80\n")
+
+
+def test_kernel_costs_are_medians_over_runs_that_take_turns(monkeypatch: pytest.MonkeyPatch) -> None:
+    order: list[str] = []
+    switches = {
+        "plain": iter([2.0, 9.0, 2.2]),
+        "patches": iter([2.1, 2.3, 2.2]),
+        "instrumented": iter([14.0, 12.0, 30.0]),
+    }
+
+    def run_plainly(variant: str, calls: int) -> Kernel:
+        order.append(variant)
+        return Kernel(next(switches[variant]), 1.0, 0.1)
+
+    monkeypatch.setattr(bench, "run_plainly", run_plainly)
+    costs = kernel_costs(3)
+    assert order[:6] == ["plain", "patches", "instrumented", "instrumented", "patches", "plain"]
+    assert costs["plain"].switches == 2.2 and costs["instrumented"].switches == 14.0
+    body = render_kernel(costs, 3)
+    assert "| instrumented |" in body and "14.0" in body and "Medians over 3 runs" in body
