@@ -239,7 +239,21 @@ def instructions(body: str) -> list[tuple[str, str]]:
                 f"{rows['patches']['over plain']})",
             )
         )
+    figures.extend(context_switches(body))
     return figures
+
+
+def context_switches(body: str) -> list[tuple[str, str]]:
+    """The kernel table (the instruction benchmark's second): switches per call."""
+    kernel = [table for table in tables(body) if table and "voluntary switches per call" in table[0]]
+    rows = {row["variant"]: row for row in (kernel[0] if kernel else [])}
+    if "plain" not in rows or "instrumented" not in rows:
+        return []
+    key = "voluntary switches per call"
+    quoted = f"{rows['instrumented'][key]} instrumented, {rows['plain'][key]} plain"
+    if "patches" in rows:
+        quoted += f", {rows['patches'][key]} the patches alone"
+    return [("voluntary context switches per tool call (the analysis thread's GIL hand-overs)", quoted)]
 
 
 FIGURES: Sequence[tuple[str, Callable[[str], list[tuple[str, str]]]]] = (
