@@ -28,7 +28,8 @@ instrumented, in turn): voluntary context switches per call, and user and system
 per call, medians over the runs. A switch is a thread that blocked: on a socket, a sleep,
 or the GIL, which the analysis thread and the application's thread hand to each other.
 Informational: no bound (the saturation benchmark's throughput floor is the bound this
-explains). Instruction counts are skipped, with a message, where valgrind is not installed.
+explains). Where valgrind is not installed, the instruction counts are skipped, with a
+message, and the kernel's table is still measured.
 """
 
 from __future__ import annotations
@@ -197,6 +198,23 @@ def measurement_bound(plain: float, patches: float, measured: Measured) -> str:
     )
 
 
+def count_instructions(
+    valgrind: str, variants: list[str], calls: int
+) -> tuple[dict[str, float], Measured | None]:
+    """Each variant's instructions per call, and what the histogram measurements cost."""
+    costs: dict[str, float] = {}
+    made: float | None = None
+    for variant in variants:
+        count = per_call(valgrind, variant, calls)
+        costs[variant] = count.instructions
+        if variant == "instrumented":
+            made = count.measurements
+        print(f"{variant}: {costs[variant] / 1e6:.2f} M instructions per call", flush=True)
+    if made is None:
+        return costs, None
+    return costs, Measured(made, per_call(valgrind, "histogram", PRICED_MEASUREMENTS).instructions)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
     parser.add_argument("--calls", type=int, default=100, help="calls told apart per variant (default 100)")
@@ -207,30 +225,18 @@ def main(argv: list[str] | None = None) -> int:
     add_markdown_option(parser)
     args = parser.parse_args(argv)
     valgrind = shutil.which("valgrind")
-    if valgrind is None:
-        print("valgrind is not installed (Debian: apt-get install valgrind): instruction counts skipped")
-        return 0
     variants = args.variants.split(",")
     if variants[0] != "plain":
         parser.error("the first variant must be plain: the others are compared with it")
     os.environ.setdefault("PYTHONHASHSEED", "0")  # the same dict layouts in every run
-    costs: dict[str, float] = {}
-    made: float | None = None
     with own_counting_service("mct-instructions-"):
         kernel = kernel_costs(args.kernel_runs) if args.kernel_runs > 0 else {}
         for variant, cost in kernel.items():
             print(f"{variant}: {cost.switches:.1f} voluntary switches per call", flush=True)
-        for variant in variants:
-            count = per_call(valgrind, variant, args.calls)
-            costs[variant] = count.instructions
-            if variant == "instrumented":
-                made = count.measurements
-            print(f"{variant}: {costs[variant] / 1e6:.2f} M instructions per call", flush=True)
-        measured = None
-        if made is not None:
-            price = per_call(valgrind, "histogram", PRICED_MEASUREMENTS).instructions
-            measured = Measured(made, price)
-    body = render(costs, measured)
+        if valgrind is None:
+            body = "valgrind is not installed (Debian: apt-get install valgrind): instruction counts skipped."
+        else:
+            body = render(*count_instructions(valgrind, variants, args.calls))
     if kernel:
         body += "\n\nWhat the kernel does for a call, which instructions do not count:\n\n"
         body += render_kernel(kernel, args.kernel_runs)

@@ -222,9 +222,10 @@ _MEASUREMENT_BOUND = re.compile(r"([\d.]+%) of a plain call\..*? bounded at ([\d
 
 
 def instructions(body: str) -> list[tuple[str, str]]:
-    rows = {row["variant"]: row for row in (tables(body) or [[]])[0]}
+    counted = [table for table in tables(body) if table and "over plain" in table[0]]
+    rows = {row["variant"]: row for row in (counted[0] if counted else [])}
     if "instrumented" not in rows:
-        return []
+        return context_switches(body)
     measured = f"{rows['instrumented']['over plain']} over plain"
     if "patches" in rows:
         measured += f" (the patches alone {rows['patches']['over plain']})"

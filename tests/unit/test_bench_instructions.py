@@ -102,3 +102,19 @@ def test_kernel_costs_are_medians_over_runs_that_take_turns(monkeypatch: pytest.
     assert costs["plain"].switches == 2.2 and costs["instrumented"].switches == 14.0
     body = render_kernel(costs, 3)
     assert "| instrumented |" in body and "14.0" in body and "Medians over 3 runs" in body
+
+
+def test_without_valgrind_the_kernel_s_table_is_still_measured(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setattr(bench.shutil, "which", lambda name: None)
+    measured = {
+        "plain": Kernel(2.0, 1.9, 0.1),
+        "patches": Kernel(2.0, 2.0, 0.1),
+        "instrumented": Kernel(12.0, 2.6, 0.2),
+    }
+    monkeypatch.setattr(bench, "kernel_costs", lambda runs: measured)
+    assert bench.main(["--kernel-runs", "2"]) == 0
+    out = capsys.readouterr().out
+    assert "instruction counts skipped" in out
+    assert "| instrumented |" in out and "12.0" in out and "Medians over 2 runs" in out

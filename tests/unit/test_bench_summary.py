@@ -206,3 +206,20 @@ def test_instructions_quote_the_context_switches_of_the_kernel_table() -> None:
         "12.6 instrumented, 2.0 plain, 2.0 the patches alone",
     )
     assert all("switches" not in name for name, _ in instructions(INSTRUCTIONS))
+
+
+def test_without_valgrind_the_kernel_table_alone_is_quoted() -> None:
+    body = (
+        "`python -m tests.bench.instructions`\n\nvalgrind is not installed (Debian: apt-get install"
+        " valgrind): instruction counts skipped.\n\nWhat the kernel does for a call:\n\n"
+        "| variant      | voluntary switches per call | user CPU per call, ms | system CPU per call, ms |\n"
+        "|--------------|----------------------------:|----------------------:|------------------------:|\n"
+        "| plain        |                         2.0 |                  1.95 |                    0.09 |\n"
+        "| instrumented |                        12.6 |                  2.70 |                    0.24 |\n"
+    )
+    assert instructions(body) == [
+        (
+            "voluntary context switches per tool call (the analysis thread's GIL hand-overs)",
+            "12.6 instrumented, 2.0 plain",
+        )
+    ]

@@ -280,11 +280,11 @@ class AnalysisWorker:
         try:
             while not self._stopping:
                 link = self._current_link()
-                readable = self._sleep(link)
+                may_have_findings = self._sleep(link)
                 self._end_late_spans()
                 if link is not None and not self._stopping:
                     try:
-                        if readable:
+                        if may_have_findings:
                             self._take_findings(link)
                         self._send(link)
                         if link.fileno() is None:  # a link on this thread answers as it is sent
