@@ -21,8 +21,9 @@ ended where the worker would send it, nothing recorded).
 Every run ends by writing how many histogram measurements its MeterProvider took
 (`histogram measurements: N`, on stderr), so that the parent can tell how many one call
 makes, and what its calls cost per call that instructions do not show (`per call:
-switches S user U system K`: voluntary context switches, and CPU milliseconds in user space
-and in the kernel, read with getrusage around the calls and the analysis). `histogram` is
+switches S user U system K analysis thread A`: voluntary context switches, CPU milliseconds
+in user space and in the kernel, read with getrusage around the calls and the analysis, and
+the analysis thread's own switches, read from /proc where the kernel names threads). `histogram` is
 no variant of the call: it records CALLS measurements into one histogram with the
 attributes of a token measurement, the price of one in the SDK.
 """
@@ -31,17 +32,20 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import resource
 import sys
 from typing import Any
 
 from opentelemetry import metrics, trace
+from opentelemetry.instrumentation.mcp_tokens.os_names import ANALYSIS_THREAD
 from opentelemetry.sdk.metrics import MeterProvider
 from opentelemetry.sdk.metrics.export import Histogram, InMemoryMetricReader
 from opentelemetry.sdk.trace import TracerProvider
 
 from examples import demo_server
 
+from .footprint import threads_switches
 from .saturation_app import build_server, ending_spans_at_the_hand_off
 
 WARMUP = 20
@@ -161,22 +165,30 @@ async def main(variant: str, calls: int) -> None:
         if analysed:
             drain(ready=True)
         before = resource.getrusage(resource.RUSAGE_SELF)
+        thread_before = threads_switches(os.getpid(), ANALYSIS_THREAD)
         for serial in range(WARMUP, WARMUP + calls):
             await call_tool(app, serial)
         if analysed:
             drain()
-        print(kernel_line(before, resource.getrusage(resource.RUSAGE_SELF), calls), file=sys.stderr)
+        after = resource.getrusage(resource.RUSAGE_SELF)
+        thread_after = threads_switches(os.getpid(), ANALYSIS_THREAD)
+        thread = None if thread_before is None or thread_after is None else thread_after - thread_before
+        print(kernel_line(before, after, calls, thread), file=sys.stderr)
 
 
-def kernel_line(before: Any, after: Any, calls: int) -> str:
+def kernel_line(before: Any, after: Any, calls: int, thread_switches: int | None = None) -> str:
     """What the process's calls cost that instructions do not show, per call: the voluntary
-    context switches (a thread that blocks: on a socket, a sleep, or the GIL), and CPU time
-    in user space and in the kernel (milliseconds)."""
-    return (
+    context switches (a thread that blocks: on a socket, a sleep, or the GIL), of them the
+    analysis thread's (where the kernel names threads), and CPU time in user space and in
+    the kernel (milliseconds)."""
+    line = (
         f"per call: switches {(after.ru_nvcsw - before.ru_nvcsw) / calls:.3f}"
         f" user {1000 * (after.ru_utime - before.ru_utime) / calls:.4f}"
         f" system {1000 * (after.ru_stime - before.ru_stime) / calls:.4f}"
     )
+    if thread_switches is not None:
+        line += f" analysis thread {thread_switches / calls:.3f}"
+    return line
 
 
 def record_measurements(count: int) -> None:

@@ -119,6 +119,19 @@ def threads_cpu_s(pids: list[int], name: str) -> float:
     return total / os.sysconf("SC_CLK_TCK")
 
 
+def threads_switches(pid: int, name: str) -> int | None:
+    """Voluntary context switches so far of the threads of `pid` that the kernel names
+    `name` (`/proc/<pid>/task/<tid>/status`, Linux); None where none is found."""
+    found = None
+    for task in Path(f"/proc/{pid}/task").glob("*"):
+        with contextlib.suppress(OSError, ValueError, IndexError):
+            if (task / "comm").read_text().strip() == name:
+                for line in (task / "status").read_text().splitlines():
+                    if line.startswith("voluntary_ctxt_switches:"):
+                        found = (found or 0) + int(line.split(":")[1])
+    return found
+
+
 def service_cpu_s(directory: Path) -> float | None:
     """The CPU time of the counting service serving `directory` so far, each of its processes
     once (its counting processes are its children, and found by name too); None where none runs."""

@@ -24,9 +24,10 @@ adds, and so the most throughput it can keep.
 
 Instructions are user space only. What the kernel does for a call is measured apart, in
 the same child run without valgrind (`--kernel-runs` times each of plain, patches and
-instrumented, in turn): voluntary context switches per call, and user and system CPU time
-per call, medians over the runs. A switch is a thread that blocked: on a socket, a sleep,
-or the GIL, which the analysis thread and the application's thread hand to each other.
+instrumented, in turn): voluntary context switches per call (and of them, the analysis
+thread's), and user and system CPU time per call, medians over the runs. A switch is a
+thread that blocked: on a socket, a sleep, or the GIL, which the analysis thread and the
+application's thread hand to each other.
 Informational: no bound (the saturation benchmark's throughput floor is the bound this
 explains). Where valgrind is not installed, the instruction counts are skipped, with a
 message, and the kernel's table is still measured.
@@ -53,7 +54,9 @@ VARIANTS = ("plain", "patches", "instrumented", "no-metrics", "no-wire")
 BASE_CALLS = 10
 _REFS = re.compile(r"I\s+refs:\s+([\d,]+)")
 _MEASUREMENTS = re.compile(r"histogram measurements: (\d+)")
-_KERNEL = re.compile(r"per call: switches ([\d.]+) user ([\d.]+) system ([\d.]+)")
+_KERNEL = re.compile(
+    r"per call: switches ([\d.]+) user ([\d.]+) system ([\d.]+)(?: analysis thread ([\d.]+))?"
+)
 KERNEL_VARIANTS = ("plain", "patches", "instrumented")
 KERNEL_CALLS = 1000
 # A histogram measurement's price: the difference over this many of them.
@@ -104,14 +107,17 @@ class Kernel(NamedTuple):
     switches: float  # voluntary context switches per call
     user_ms: float  # CPU time per call, in user space
     system_ms: float  # and in the kernel
+    thread_switches: float | None = None  # of the switches, the analysis thread's (None: unknown)
 
 
 def kernel_of(output: str) -> Kernel:
-    """The child's per-call line ("per call: switches 2.0 user 2.5 system 0.1")."""
+    """The child's per-call line ("per call: switches 2.0 user 2.5 system 0.1", then
+    " analysis thread 1.5" where it has one and the kernel names it)."""
     found = _KERNEL.search(output)
     if found is None:
         raise RuntimeError(f"no per-call line in the child's output:\n{output[-2000:]}")
-    return Kernel(*(float(value) for value in found.groups()))
+    switches, user, system, thread = found.groups()
+    return Kernel(float(switches), float(user), float(system), None if thread is None else float(thread))
 
 
 def run_plainly(variant: str, calls: int) -> Kernel:
@@ -130,19 +136,37 @@ def kernel_costs(runs: int, calls: int = KERNEL_CALLS) -> dict[str, Kernel]:
     for turn in range(runs):
         for variant in KERNEL_VARIANTS if turn % 2 == 0 else KERNEL_VARIANTS[::-1]:
             seen[variant].append(run_plainly(variant, calls))
-    return {
-        variant: Kernel(*(statistics.median(values) for values in zip(*kernels, strict=True)))
-        for variant, kernels in seen.items()
-        if kernels
-    }
+    return {variant: _medians(kernels) for variant, kernels in seen.items() if kernels}
+
+
+def _medians(kernels: list[Kernel]) -> Kernel:
+    threads = [kernel.thread_switches for kernel in kernels if kernel.thread_switches is not None]
+    return Kernel(
+        statistics.median(kernel.switches for kernel in kernels),
+        statistics.median(kernel.user_ms for kernel in kernels),
+        statistics.median(kernel.system_ms for kernel in kernels),
+        statistics.median(threads) if threads else None,
+    )
 
 
 def render_kernel(costs: dict[str, Kernel], runs: int) -> str:
     rows = [
-        [variant, f"{cost.switches:.1f}", f"{cost.user_ms:.2f}", f"{cost.system_ms:.2f}"]
+        [
+            variant,
+            f"{cost.switches:.1f}",
+            "-" if cost.thread_switches is None else f"{cost.thread_switches:.1f}",
+            f"{cost.user_ms:.2f}",
+            f"{cost.system_ms:.2f}",
+        ]
         for variant, cost in costs.items()
     ]
-    header = ["variant", "voluntary switches per call", "user CPU per call, ms", "system CPU per call, ms"]
+    header = [
+        "variant",
+        "voluntary switches per call",
+        "of them, the analysis thread's",
+        "user CPU per call, ms",
+        "system CPU per call, ms",
+    ]
     return (
         table(header, rows)
         + f"\n\nMedians over {runs} runs of {KERNEL_CALLS} calls each, without valgrind; CPU times"

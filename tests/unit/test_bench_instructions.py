@@ -118,3 +118,20 @@ def test_without_valgrind_the_kernel_s_table_is_still_measured(
     out = capsys.readouterr().out
     assert "instruction counts skipped" in out
     assert "| instrumented |" in out and "12.0" in out and "Medians over 2 runs" in out
+
+
+def test_the_analysis_thread_s_switches_are_read_and_shown_where_the_child_has_them() -> None:
+    line = "per call: switches 12.100 user 2.7500 system 0.2100 analysis thread 10.500"
+    assert kernel_of(line) == Kernel(12.1, 2.75, 0.21, 10.5)
+    body = render_kernel({"plain": Kernel(2.0, 1.9, 0.1), "instrumented": kernel_of(line)}, 1)
+    assert "of them, the analysis thread's" in body
+    plain_row = next(row for row in body.splitlines() if row.startswith("| plain"))
+    assert plain_row.split("|")[3].strip() == "-"
+    assert "10.5" in next(row for row in body.splitlines() if row.startswith("| instrumented"))
+
+
+def test_the_thread_s_median_is_over_the_runs_that_had_it(monkeypatch: pytest.MonkeyPatch) -> None:
+    kernels = iter([Kernel(12.0, 2.0, 0.2, 9.0), Kernel(14.0, 2.0, 0.2, None), Kernel(13.0, 2.0, 0.2, 11.0)])
+    monkeypatch.setattr(bench, "KERNEL_VARIANTS", ("instrumented",))
+    monkeypatch.setattr(bench, "run_plainly", lambda variant, calls: next(kernels))
+    assert kernel_costs(3)["instrumented"] == Kernel(13.0, 2.0, 0.2, 10.0)
