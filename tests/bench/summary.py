@@ -250,8 +250,11 @@ def context_switches(body: str) -> list[tuple[str, str]]:
     rows = {row["variant"]: row for row in (kernel[0] if kernel else [])}
     if "plain" not in rows or "instrumented" not in rows:
         return []
-    key = "voluntary switches per call"
-    quoted = f"{rows['instrumented'][key]} instrumented, {rows['plain'][key]} plain"
+    key, thread = "voluntary switches per call", "of them, the analysis thread's"
+    quoted = f"{rows['instrumented'][key]} instrumented"
+    if rows["instrumented"].get(thread, "-") != "-":
+        quoted += f" ({rows['instrumented'][thread]} of them the analysis thread's)"
+    quoted += f", {rows['plain'][key]} plain"
     if "patches" in rows:
         quoted += f", {rows['patches'][key]} the patches alone"
     return [("voluntary context switches per tool call (the analysis thread's GIL hand-overs)", quoted)]

@@ -223,3 +223,13 @@ def test_without_valgrind_the_kernel_table_alone_is_quoted() -> None:
             "12.6 instrumented, 2.0 plain",
         )
     ]
+
+
+def test_the_switches_name_the_analysis_thread_s_share_where_the_table_has_it() -> None:
+    body = (
+        "| variant      | voluntary switches per call | of them, the analysis thread's |\n"
+        "|--------------|----------------------------:|-------------------------------:|\n"
+        "| plain        |                         2.0 |                              - |\n"
+        "| instrumented |                        13.2 |                           10.0 |\n"
+    )
+    assert instructions(body)[-1][1] == "13.2 instrumented (10.0 of them the analysis thread's), 2.0 plain"
