@@ -83,6 +83,15 @@ def write_section(
     document.write_text(pattern.sub(lambda _: section, text, count=1), encoding="utf-8")
 
 
+def publish(
+    body: str, markdown: str | None, name: str, module: str, argv: Sequence[str] | None = None
+) -> None:
+    """Print a benchmark's `body`, and write it as section `name` of `markdown` when given."""
+    print("\n" + body)
+    if markdown:
+        write_section(markdown, name, body, module, argv)
+
+
 def command(module: str, argv: Sequence[str] | None = None) -> str:
     """The command line that ran, without `--markdown PATH`."""
     arguments = list(sys.argv[1:] if argv is None else argv)

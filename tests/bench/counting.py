@@ -29,7 +29,7 @@ from opentelemetry.instrumentation.mcp_tokens.counting.client import ServiceLink
 from opentelemetry.instrumentation.mcp_tokens.counting.options import Options
 from opentelemetry.instrumentation.mcp_tokens.exchange import Exchange, Side
 
-from ._doc import add_markdown_option, table, write_section
+from ._doc import add_markdown_option, publish, table
 from .engine import json_payload
 from .footprint import service_pids, total_mb
 
@@ -114,9 +114,7 @@ def main() -> int:
         + f"\n\nThe second process: {float(rows[0][1]) / float(rows[1][1]):.2f}x the rate, "
         + f"{added:+.0f} MB (bound {MAX_ADDED_MB:.0f})."
     )
-    print(body)
-    if args.markdown:
-        write_section(args.markdown, "counting-processes", body, "tests.bench.counting")
+    publish(body, args.markdown, "counting-processes", "tests.bench.counting")
     return 0 if added <= MAX_ADDED_MB else 1
 
 

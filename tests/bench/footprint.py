@@ -46,7 +46,7 @@ from examples import demo_content
 from examples.demo_client import MCP_MAJOR, DemoSession, connect
 from examples.processes import HOST, REPO_ROOT, Child, child_env, free_port, launcher
 
-from ._doc import add_markdown_option, table, write_section
+from ._doc import add_markdown_option, publish, table
 
 VARIANTS = ("plain", "OpenTelemetry", "mcp-tokens", "mcp-tokens + guard")
 WORKERS = 4
@@ -107,28 +107,34 @@ def _cpu_ticks(stat: Path) -> int:
     return int(fields[11]) + int(fields[12])
 
 
+def threads_named(pid: int, name: str) -> list[Path]:
+    """The /proc directories of the threads of `pid` that the kernel names `name` (Linux)."""
+    found = []
+    for task in Path(f"/proc/{pid}/task").glob("*"):
+        with contextlib.suppress(OSError):
+            if (task / "comm").read_text().strip() == name:
+                found.append(task)
+    return found
+
+
 def threads_cpu_s(pids: list[int], name: str) -> float:
-    """User and system CPU so far of the threads of `pids` that the kernel names `name`
-    (`/proc/<pid>/task/<tid>/comm`, Linux)."""
+    """User and system CPU so far of the threads of `pids` that the kernel names `name`."""
     total = 0
-    for pid in pids:
-        for task in Path(f"/proc/{pid}/task").glob("*"):
-            with contextlib.suppress(OSError, ValueError, IndexError):
-                if (task / "comm").read_text().strip() == name:
-                    total += _cpu_ticks(task / "stat")
+    for task in (task for pid in pids for task in threads_named(pid, name)):
+        with contextlib.suppress(OSError, ValueError, IndexError):
+            total += _cpu_ticks(task / "stat")
     return total / os.sysconf("SC_CLK_TCK")
 
 
 def threads_switches(pid: int, name: str) -> int | None:
     """Voluntary context switches so far of the threads of `pid` that the kernel names
-    `name` (`/proc/<pid>/task/<tid>/status`, Linux); None where none is found."""
+    `name`; None where none is found."""
     found = None
-    for task in Path(f"/proc/{pid}/task").glob("*"):
+    for task in threads_named(pid, name):
         with contextlib.suppress(OSError, ValueError, IndexError):
-            if (task / "comm").read_text().strip() == name:
-                for line in (task / "status").read_text().splitlines():
-                    if line.startswith("voluntary_ctxt_switches:"):
-                        found = (found or 0) + int(line.split(":")[1])
+            for line in (task / "status").read_text().splitlines():
+                if line.startswith("voluntary_ctxt_switches:"):
+                    found = (found or 0) + int(line.split(":")[1])
     return found
 
 
@@ -369,9 +375,7 @@ def main() -> int:
     args = parser.parse_args()
     results = measure()
     body = render(results)
-    print(body)
-    if args.markdown:
-        write_section(args.markdown, "footprint", body, "tests.bench.footprint")
+    publish(body, args.markdown, "footprint", "tests.bench.footprint")
     missed = [what for what, added, bound in verdicts(results) if added > bound]
     if missed:
         print("over its bound: " + "; ".join(missed))

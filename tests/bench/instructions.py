@@ -46,7 +46,7 @@ from typing import NamedTuple
 
 from examples.processes import REPO_ROOT
 
-from ._doc import add_markdown_option, table, write_section
+from ._doc import add_markdown_option, publish, table
 from .footprint import own_counting_service
 from .saturation import FLOORS
 
@@ -264,9 +264,7 @@ def main(argv: list[str] | None = None) -> int:
     if kernel:
         body += "\n\nWhat the kernel does for a call, which instructions do not count:\n\n"
         body += render_kernel(kernel, args.kernel_runs)
-    print("\n" + body)
-    if args.markdown:
-        write_section(args.markdown, "instructions", body, "tests.bench.instructions", argv)
+    publish(body, args.markdown, "instructions", "tests.bench.instructions", argv)
     return 0
 
 

@@ -52,7 +52,7 @@ from examples.processes import HOST, REPO_ROOT, Child, child_env, free_port, lau
 from tests.e2e.expected import result_tokens
 from tests.e2e.raw_mcp import RawSession
 
-from ._doc import add_markdown_option, table, write_section
+from ._doc import add_markdown_option, publish, table
 from .footprint import cpu_s, service_cpu_s, stop_service, threads_cpu_s, tree
 from .saturation_app import PATCHES_ONLY_ENV, WORKER_HEADER, result_of
 
@@ -468,9 +468,7 @@ def main() -> int:
         shutil.rmtree(workdir, ignore_errors=True)
     verdict = judge(runs, len(variants))
     body = render(runs, verdict)
-    print(body)
-    if args.markdown:
-        write_section(args.markdown, "saturation", body, "tests.bench.saturation")
+    publish(body, args.markdown, "saturation", "tests.bench.saturation")
     if verdict.missed:
         print("missed: " + "; ".join(verdict.missed))
         return 1

@@ -31,7 +31,7 @@ from opentelemetry.sdk.trace import TracerProvider
 
 from . import loop_stall
 from ._compat import start_analysis
-from ._doc import add_markdown_option, table, write_section
+from ._doc import add_markdown_option, publish, table
 from .footprint import own_counting_service
 
 CASES = (
@@ -100,9 +100,7 @@ def main(argv: list[str] | None = None) -> int:
     with own_counting_service("mct-slicing-"):
         rows = asyncio.run(rows_of(args.rounds, args.repeat))
     body = render(rows, args.rounds)
-    print("\n" + body)
-    if args.markdown:
-        write_section(args.markdown, "slicing", body, "tests.bench.slicing", argv)
+    publish(body, args.markdown, "slicing", "tests.bench.slicing", argv)
     return 0
 
 

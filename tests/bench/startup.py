@@ -51,7 +51,7 @@ import sys
 import time
 from dataclasses import dataclass, field
 
-from ._doc import add_markdown_option, table, write_section
+from ._doc import add_markdown_option, publish, table
 
 BOUND_MS = 50.0
 PRELUDE = (
@@ -279,9 +279,7 @@ def main(argv: list[str] | None = None) -> int:
     inside = inside_cpu_ms(args.runs)
     print("process start-up, uninstrumented (U) and with mcp-tokens (I), alternating runs")
     rendered = results_table(measured, args.bound_ms) + "\n\n" + inside_table(inside, args.bound_ms)
-    print(rendered)
-    if args.markdown:
-        write_section(args.markdown, "startup", rendered, "tests.bench.startup", argv)
+    publish(rendered, args.markdown, "startup", "tests.bench.startup", argv)
     verdicts = {row.name: row.verdict(args.bound_ms) for row in measured}
     verdicts["mcp-tokens' own code, inside the process"] = inside_verdict(inside, args.bound_ms)
     over = [name for name, verdict in verdicts.items() if verdict.startswith("over")]
